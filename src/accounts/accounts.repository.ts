@@ -1,0 +1,89 @@
+import type { Db, Tx } from '../db/database.js';
+import type { Plan } from '../db/schema.js';
+
+export interface AccountRow {
+  id: string;
+  name: string;
+  plan: Plan;
+  rate_limit_per_minute: number | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface KeyOwner {
+  keyId: string;
+  accountId: string;
+  plan: Plan;
+  rateLimitPerMinute: number | null;
+}
+
+/** Accounts and keys are the one place where lookups start without an account: they find it. */
+export class AccountsRepository {
+  constructor(private readonly db: Db) {}
+
+  async insert(trx: Tx | Db, row: AccountRow): Promise<void> {
+    await trx.insertInto('accounts').values(row).execute();
+  }
+
+  async find(id: string): Promise<AccountRow | undefined> {
+    return this.db.selectFrom('accounts').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  async count(): Promise<number> {
+    const row = await this.db
+      .selectFrom('accounts')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .executeTakeFirstOrThrow();
+    return Number(row.n);
+  }
+
+  async update(
+    id: string,
+    patch: Partial<Pick<AccountRow, 'name' | 'plan' | 'rate_limit_per_minute'>>,
+    now: Date,
+  ): Promise<AccountRow | undefined> {
+    return this.db
+      .updateTable('accounts')
+      .set({ ...patch, updated_at: now })
+      .where('id', '=', id)
+      .returningAll()
+      .executeTakeFirst();
+  }
+
+  async insertKey(
+    trx: Tx | Db,
+    row: { account_id: string; id: string; name: string | null; key_hash: string; created_at: Date },
+  ): Promise<void> {
+    await trx.insertInto('api_keys').values(row).execute();
+  }
+
+  async revokeKey(id: string, now: Date): Promise<boolean> {
+    const result = await this.db
+      .updateTable('api_keys')
+      .set({ revoked_at: now })
+      .where('id', '=', id)
+      .where('revoked_at', 'is', null)
+      .executeTakeFirst();
+    if (result.numUpdatedRows > 0n) return true;
+    const exists = await this.db.selectFrom('api_keys').select('id').where('id', '=', id).executeTakeFirst();
+    return exists !== undefined;
+  }
+
+  /** One round trip per request: the key and its account's plan, live (a revoke or plan change applies at once). */
+  async findKeyOwner(keyHash: string): Promise<KeyOwner | undefined> {
+    const row = await this.db
+      .selectFrom('api_keys as k')
+      .innerJoin('accounts as a', 'a.id', 'k.account_id')
+      .select(['k.id as keyId', 'k.account_id as accountId', 'a.plan', 'a.rate_limit_per_minute'])
+      .where('k.key_hash', '=', keyHash)
+      .where('k.revoked_at', 'is', null)
+      .executeTakeFirst();
+    if (!row) return undefined;
+    return {
+      keyId: row.keyId,
+      accountId: row.accountId,
+      plan: row.plan,
+      rateLimitPerMinute: row.rate_limit_per_minute,
+    };
+  }
+}

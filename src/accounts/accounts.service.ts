@@ -1,0 +1,116 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { Clock } from '../clock.js';
+import type { Db } from '../db/database.js';
+import type { Plan } from '../db/schema.js';
+import { NotFound } from '../errors.js';
+import { newId } from '../ids.js';
+import type { AccountRow, AccountsRepository, KeyOwner } from './accounts.repository.js';
+
+export const PLAN_RATE_LIMITS: Record<Plan, number> = { starter: 0, growth: 100, enterprise: 500 };
+
+export interface Account {
+  id: string;
+  name: string;
+  plan: Plan;
+  rate_limit_per_minute: number | null;
+  created_at: string;
+}
+
+export interface IssuedKey {
+  id: string;
+  api_key: string;
+  name: string | null;
+  created_at: string;
+}
+
+export function hashApiKey(apiKey: string): string {
+  return createHash('sha256').update(apiKey).digest('hex');
+}
+
+function toAccount(row: AccountRow): Account {
+  return {
+    id: row.id,
+    name: row.name,
+    plan: row.plan,
+    rate_limit_per_minute: row.rate_limit_per_minute,
+    created_at: row.created_at.toISOString(),
+  };
+}
+
+/** The limit in force for a key: the account's override, else its plan's figure. */
+export function effectiveRateLimit(owner: Pick<KeyOwner, 'plan' | 'rateLimitPerMinute'>): number {
+  return owner.rateLimitPerMinute ?? PLAN_RATE_LIMITS[owner.plan];
+}
+
+export class AccountsService {
+  constructor(
+    private readonly deps: { db: Db; accounts: AccountsRepository; clock: Clock },
+  ) {}
+
+  async createAccount(input: {
+    name: string;
+    plan: Plan;
+    rate_limit_per_minute?: number | null;
+  }): Promise<Account> {
+    const now = this.deps.clock.now();
+    const row: AccountRow = {
+      id: newId('acc'),
+      name: input.name,
+      plan: input.plan,
+      rate_limit_per_minute: input.rate_limit_per_minute ?? null,
+      created_at: now,
+      updated_at: now,
+    };
+    await this.deps.accounts.insert(this.deps.db, row);
+    return toAccount(row);
+  }
+
+  async updateAccount(
+    id: string,
+    patch: { name?: string; plan?: Plan; rate_limit_per_minute?: number | null },
+  ): Promise<Account> {
+    const row = await this.deps.accounts.update(id, patch, this.deps.clock.now());
+    if (!row) throw new NotFound('account', id);
+    return toAccount(row);
+  }
+
+  async getAccount(id: string): Promise<Account> {
+    const row = await this.deps.accounts.find(id);
+    if (!row) throw new NotFound('account', id);
+    return toAccount(row);
+  }
+
+  /** Issues a key; only its SHA-256 is stored, so the key itself is shown this once. */
+  async createApiKey(accountId: string, name: string | null): Promise<IssuedKey> {
+    if (!(await this.deps.accounts.find(accountId))) throw new NotFound('account', accountId);
+    const apiKey = `sb_live_${randomBytes(32).toString('base64url')}`;
+    const now = this.deps.clock.now();
+    const id = newId('key');
+    await this.deps.accounts.insertKey(this.deps.db, {
+      account_id: accountId,
+      id,
+      name,
+      key_hash: hashApiKey(apiKey),
+      created_at: now,
+    });
+    return { id, api_key: apiKey, name, created_at: now.toISOString() };
+  }
+
+  async revokeApiKey(id: string): Promise<void> {
+    if (!(await this.deps.accounts.revokeKey(id, this.deps.clock.now()))) {
+      throw new NotFound('api key', id);
+    }
+  }
+
+  async authenticate(apiKey: string): Promise<KeyOwner | undefined> {
+    return this.deps.accounts.findKeyOwner(hashApiKey(apiKey));
+  }
+
+  /** First start on an empty store: one Growth account and its key, so the service is usable at once. */
+  async bootstrapDefaultAccount(): Promise<{ account: Account; key: IssuedKey } | null> {
+    if ((await this.deps.accounts.count()) > 0) return null;
+    const account = await this.createAccount({ name: 'Default', plan: 'growth' });
+    const key = await this.createApiKey(account.id, 'default');
+    return { account, key };
+  }
+}

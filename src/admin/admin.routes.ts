@@ -1,0 +1,93 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import type { AccountsService } from '../accounts/accounts.service.js';
+import { Unauthorized } from '../errors.js';
+import { ErrorBody, IdParams, Nullable, Success, Timestamp } from '../http/schemas.js';
+
+const Plan = Type.Union([Type.Literal('starter'), Type.Literal('growth'), Type.Literal('enterprise')]);
+const RateLimit = Nullable(Type.Integer({ minimum: 1, maximum: 1_000_000 }));
+
+const Account = Type.Object(
+  { id: Type.String(), name: Type.String(), plan: Plan, rate_limit_per_minute: RateLimit, created_at: Timestamp },
+  { $id: 'Account' },
+);
+const ApiKey = Type.Object(
+  { id: Type.String(), api_key: Type.String(), name: Nullable(Type.String()), created_at: Timestamp },
+  { $id: 'ApiKey' },
+);
+const adminErrors = { 401: ErrorBody, 404: ErrorBody, 422: ErrorBody };
+
+function digest(value: string): Buffer {
+  return createHash('sha256').update(value).digest();
+}
+
+/** Accounts and API keys, for the operator; only mounted when ADMIN_TOKEN is set. */
+export function adminRoutes(app: FastifyInstance, deps: { accounts: AccountsService; adminToken: string }): void {
+  const expected = digest(deps.adminToken);
+  app.addHook('onRequest', async (request) => {
+    const match = /^Bearer (.+)$/.exec(request.headers.authorization ?? '');
+    // Comparing digests keeps the check constant-time whatever the token's length.
+    if (!match || !timingSafeEqual(digest(match[1]!), expected)) throw new Unauthorized('admin token missing or invalid');
+  });
+
+  const r = app.withTypeProvider<TypeBoxTypeProvider>();
+  const tags = ['Admin'];
+  const security = [{ adminToken: [] }];
+
+  r.post('/accounts', {
+    schema: {
+      tags,
+      security,
+      summary: 'Create an account',
+      body: Type.Object(
+        { name: Type.String({ minLength: 1, maxLength: 200 }), plan: Plan, rate_limit_per_minute: Type.Optional(RateLimit) },
+        { additionalProperties: false },
+      ),
+      response: { 201: Account, ...adminErrors },
+    },
+    handler: async (req, reply) => reply.code(201).send(await deps.accounts.createAccount(req.body)),
+  });
+
+  r.get('/accounts/:id', {
+    schema: { tags, security, summary: 'Get an account', params: IdParams, response: { 200: Account, ...adminErrors } },
+    handler: (req) => deps.accounts.getAccount(req.params.id),
+  });
+
+  r.patch('/accounts/:id', {
+    schema: {
+      tags,
+      security,
+      summary: "Change an account's name, plan or rate limit (null returns it to the plan's figure)",
+      params: IdParams,
+      body: Type.Object(
+        { name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })), plan: Type.Optional(Plan), rate_limit_per_minute: Type.Optional(RateLimit) },
+        { additionalProperties: false },
+      ),
+      response: { 200: Account, ...adminErrors },
+    },
+    handler: (req) => deps.accounts.updateAccount(req.params.id, req.body),
+  });
+
+  r.post('/accounts/:id/api-keys', {
+    schema: {
+      tags,
+      security,
+      summary: 'Issue an API key (shown only in this response)',
+      params: IdParams,
+      body: Type.Optional(Type.Object({ name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })) }, { additionalProperties: false })),
+      response: { 201: ApiKey, ...adminErrors },
+    },
+    handler: async (req, reply) =>
+      reply.code(201).send(await deps.accounts.createApiKey(req.params.id, req.body?.name ?? null)),
+  });
+
+  r.delete('/api-keys/:id', {
+    schema: { tags, security, summary: 'Revoke an API key at once', params: IdParams, response: { 200: Success, ...adminErrors } },
+    handler: async (req) => {
+      await deps.accounts.revokeApiKey(req.params.id);
+      return { success: true as const };
+    },
+  });
+}

@@ -1,0 +1,86 @@
+#!/usr/bin/env node
+import { Command, InvalidArgumentError } from 'commander';
+import { AccountsRepository } from './accounts/accounts.repository.js';
+import { AccountsService } from './accounts/accounts.service.js';
+import { systemClock } from './clock.js';
+import { ConfigError, loadConfig } from './config.js';
+import type { Plan } from './db/schema.js';
+import { AppError } from './errors.js';
+import { serve } from './main.js';
+import { openStore } from './server.js';
+
+function plan(value: string): Plan {
+  if (value !== 'starter' && value !== 'growth' && value !== 'enterprise') {
+    throw new InvalidArgumentError('must be starter, growth or enterprise');
+  }
+  return value;
+}
+
+function positiveInt(value: string): number {
+  if (!/^[1-9]\d{0,6}$/.test(value)) throw new InvalidArgumentError('must be a whole number from 1');
+  return Number(value);
+}
+
+/** Runs `work` against the configured store (embedded under DATA_DIR, or DATABASE_URL). */
+async function withAccounts<T>(work: (accounts: AccountsService) => Promise<T>): Promise<T> {
+  const store = await openStore(loadConfig());
+  try {
+    return await work(new AccountsService({ db: store.db, accounts: new AccountsRepository(store.db), clock: systemClock }));
+  } finally {
+    await store.close();
+  }
+}
+
+function print(json: boolean, value: object, text: string): void {
+  process.stdout.write(json ? `${JSON.stringify(value, null, 2)}\n` : `${text}\n`);
+}
+
+const program = new Command('switchboard').description('Switchboard messaging service');
+
+program.command('serve', { isDefault: true }).description('run the HTTP API').action(serve);
+
+program
+  .command('migrate')
+  .description('apply pending database migrations and exit')
+  .action(() =>
+    withAccounts(async () => {
+      process.stdout.write('migrations applied\n');
+    }),
+  );
+
+const accounts = program.command('accounts').description('manage accounts');
+accounts
+  .command('create')
+  .requiredOption('--name <name>', 'account name')
+  .requiredOption('--plan <plan>', 'starter, growth or enterprise', plan)
+  .option('--rate-limit <n>', 'requests per minute per key, overriding the plan', positiveInt)
+  .option('--json', 'print JSON')
+  .action((opts: { name: string; plan: Plan; rateLimit?: number; json?: boolean }) =>
+    withAccounts(async (svc) => {
+      const account = await svc.createAccount({ name: opts.name, plan: opts.plan, rate_limit_per_minute: opts.rateLimit ?? null });
+      print(!!opts.json, account, `created ${account.id} (${account.name}, ${account.plan})`);
+    }),
+  );
+
+const keys = program.command('api-keys').description('manage API keys');
+keys
+  .command('create')
+  .requiredOption('--account <id>', 'account id (acc_…)')
+  .option('--name <name>', 'a label for the key')
+  .option('--json', 'print JSON')
+  .action((opts: { account: string; name?: string; json?: boolean }) =>
+    withAccounts(async (svc) => {
+      const key = await svc.createApiKey(opts.account, opts.name ?? null);
+      print(!!opts.json, key, `created ${key.id}; API key (shown only now): ${key.api_key}`);
+    }),
+  );
+keys
+  .command('revoke')
+  .argument('<id>', 'key id (key_…)')
+  .action((id: string) => withAccounts(async (svc) => svc.revokeApiKey(id).then(() => print(false, {}, `revoked ${id}`))));
+
+program.parseAsync().catch((err: unknown) => {
+  const message = err instanceof ConfigError ? `configuration error: ${err.message}` : err instanceof AppError ? err.message : String(err);
+  process.stderr.write(`switchboard: ${message}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,67 @@
+import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { IdParams, Page, Success, errorResponses } from '../http/schemas.js';
+import { pageRequest } from '../http/pagination.js';
+import type { ContactsService } from './contacts.service.js';
+import {
+  Contact,
+  CreateContactBody,
+  LifecycleBody,
+  ListContactsQuery,
+  ListTagsQuery,
+  Tag,
+  UpdateContactBody,
+} from './contacts.schema.js';
+
+export function contactsRoutes(app: FastifyInstance, contacts: ContactsService): void {
+  const r = app.withTypeProvider<TypeBoxTypeProvider>();
+  const tags = ['Contacts'];
+
+  r.get('/contacts', {
+    schema: { tags, summary: 'List contacts, newest first', querystring: ListContactsQuery, response: { 200: Page(Contact), ...errorResponses(422) } },
+    handler: (req) => contacts.list(req.scope, { tag: req.query.tag, search: req.query.search }, pageRequest(req.query)),
+  });
+
+  r.post('/contacts', {
+    config: { successStatus: 201 },
+    schema: { tags, summary: 'Create a contact', body: CreateContactBody, response: { 201: Contact, ...errorResponses(409, 422) } },
+    handler: async (req, reply) => reply.code(201).send(await contacts.create(req.scope, req.body)),
+  });
+
+  r.get('/contacts/:id', {
+    schema: { tags, summary: 'Get a contact', params: IdParams, response: { 200: Contact, ...errorResponses(404) } },
+    handler: (req) => contacts.get(req.scope, req.params.id),
+  });
+
+  r.put('/contacts/:id', {
+    schema: {
+      tags,
+      summary: 'Update a contact (omitted fields keep their values; tags replaced; custom_fields merged)',
+      params: IdParams,
+      body: UpdateContactBody,
+      response: { 200: Contact, ...errorResponses(404, 409, 422) },
+    },
+    handler: (req) => contacts.update(req.scope, req.params.id, req.body),
+  });
+
+  r.delete('/contacts/:id', {
+    schema: { tags, summary: 'Delete a contact permanently', params: IdParams, response: { 200: Success, ...errorResponses(404) } },
+    handler: (req) => contacts.delete(req.scope, req.params.id),
+  });
+
+  r.post('/contacts/:id/lifecycle', {
+    schema: {
+      tags,
+      summary: "Set a contact's lifecycle stage",
+      params: IdParams,
+      body: LifecycleBody,
+      response: { 200: Contact, ...errorResponses(404, 422) },
+    },
+    handler: (req) => contacts.setLifecycle(req.scope, req.params.id, req.body.lifecycle_stage),
+  });
+
+  r.get('/tags', {
+    schema: { tags: ['Tags'], summary: "List the account's tags", querystring: ListTagsQuery, response: { 200: Page(Tag), ...errorResponses(422) } },
+    handler: (req) => contacts.listTags(req.scope, pageRequest(req.query)),
+  });
+}

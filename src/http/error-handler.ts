@@ -1,0 +1,51 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { AppError, ERROR_STATUS, type ErrorCode, type ErrorDetail } from '../errors.js';
+import { describeValidation } from './validation.js';
+
+function send(
+  reply: FastifyReply,
+  code: ErrorCode,
+  message: string,
+  details?: ErrorDetail[],
+  status: number = ERROR_STATUS[code],
+) {
+  const error: Record<string, unknown> = { code, message };
+  if (details && details.length > 0) error.details = details;
+  if (status >= 500) error.request_id = reply.request.id;
+  return reply.code(status).send({ error });
+}
+
+// Fastify's own client errors, by code: what the client did wrong, in our vocabulary.
+const FASTIFY_CLIENT_ERRORS: Record<string, { code: ErrorCode; message: string }> = {
+  FST_ERR_CTP_INVALID_JSON_BODY: { code: 'invalid_request', message: 'request body is not valid JSON' },
+  FST_ERR_CTP_EMPTY_JSON_BODY: { code: 'invalid_request', message: 'request body is empty but Content-Type is application/json' },
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: { code: 'invalid_request', message: 'Content-Type must be application/json' },
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: { code: 'invalid_request', message: 'Content-Length does not match the body' },
+  FST_ERR_CTP_BODY_TOO_LARGE: { code: 'payload_too_large', message: 'request body exceeds 1 MiB' },
+  FST_ERR_CTP_INVALID_TYPE: { code: 'invalid_request', message: 'Content-Type header is invalid' },
+};
+
+export function installErrorHandlers(app: FastifyInstance): void {
+  app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    if (err instanceof AppError) return send(reply, err.code, err.message, err.details, err.status);
+    if (err.validation) {
+      const details = describeValidation(err.validation as never, err.validationContext);
+      const message = details.map((d) => `${d.field}: ${d.issue}`).join('; ');
+      return send(reply, 'validation_error', message, details);
+    }
+    const known = err.code ? FASTIFY_CLIENT_ERRORS[err.code] : undefined;
+    if (known) return send(reply, known.code, known.message);
+    if (err instanceof SyntaxError && err.message.includes('JSON')) {
+      return send(reply, 'invalid_request', 'request body is not valid JSON');
+    }
+    if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) {
+      return send(reply, 'invalid_request', err.message);
+    }
+    request.log.error({ err }, 'unhandled error');
+    return send(reply, 'internal_error', 'internal error; quote the request_id when reporting it');
+  });
+
+  app.setNotFoundHandler((request, reply) =>
+    send(reply, 'not_found', `no route for ${request.method} ${request.url.split('?')[0]}`),
+  );
+}

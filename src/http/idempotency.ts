@@ -1,0 +1,168 @@
+import { createHash } from 'node:crypto';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Clock } from '../clock.js';
+import type { Db, Tx } from '../db/database.js';
+import { AppError, ValidationError } from '../errors.js';
+
+const RETENTION_MS = 24 * 60 * 60 * 1000;
+// A request still "running" after this long died with its process; its effect never committed
+// (the record would say completed if it had), so a retry may take it over.
+const STALE_LOCK_MS = 60_000;
+const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
+
+interface IdempotentRequest {
+  accountId: string;
+  method: string;
+  path: string;
+  key: string;
+  committed: boolean;
+  replayed: boolean;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    idempotency: IdempotentRequest | null;
+  }
+}
+
+/** Order-independent JSON, so `{a,b}` and `{b,a}` are the same body. */
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.keys(value as object)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`);
+    return `{${entries.join(',')}}`;
+  }
+  return JSON.stringify(value ?? null);
+}
+
+function hashBody(body: unknown): string {
+  return createHash('sha256').update(canonical(body)).digest('hex');
+}
+
+function idOf(r: IdempotentRequest) {
+  return { account_id: r.accountId, method: r.method, path: r.path, key: r.key };
+}
+
+/**
+ * `Idempotency-Key` on every POST: the first completed response is stored (in the same
+ * transaction as the effect, through the scope's before-commit hook) and replayed for 24 h.
+ */
+export function installIdempotency(app: FastifyInstance, deps: { db: Db; clock: Clock }): void {
+  const { db, clock } = deps;
+  app.decorateRequest('idempotency', null);
+
+  async function claim(r: IdempotentRequest, requestHash: string, reply: FastifyReply): Promise<'proceed' | 'replayed'> {
+    const now = clock.now();
+    const inserted = await db
+      .insertInto('idempotency_keys')
+      .values({ ...idOf(r), request_hash: requestHash, state: 'running', created_at: now, locked_at: now })
+      .onConflict((oc) => oc.doNothing())
+      .returning('key')
+      .executeTakeFirst();
+    if (inserted) return 'proceed';
+
+    const row = await db
+      .selectFrom('idempotency_keys')
+      .selectAll()
+      .where((eb) => eb.and(idOf(r)))
+      .executeTakeFirst();
+    if (!row || row.created_at.getTime() <= now.getTime() - RETENTION_MS) {
+      // Expired (or deleted meanwhile): forget it and start afresh.
+      await db
+        .deleteFrom('idempotency_keys')
+        .where((eb) => eb.and(idOf(r)))
+        .where('created_at', '<=', new Date(now.getTime() - RETENTION_MS))
+        .execute();
+      return claim(r, requestHash, reply);
+    }
+    if (row.request_hash !== requestHash) {
+      throw new AppError(
+        'idempotency_error',
+        'this Idempotency-Key was already used with a different request body',
+        422,
+      );
+    }
+    if (row.state === 'completed') {
+      r.replayed = true;
+      await reply
+        .code(row.response_status ?? 200)
+        .header('Idempotent-Replayed', 'true')
+        .type('application/json; charset=utf-8')
+        .send(row.response_body ?? '');
+      return 'replayed';
+    }
+    if (row.locked_at.getTime() > now.getTime() - STALE_LOCK_MS) {
+      throw new AppError('idempotency_error', 'a request with this Idempotency-Key is still in progress', 409);
+    }
+    const taken = await db
+      .updateTable('idempotency_keys')
+      .set({ locked_at: now })
+      .where((eb) => eb.and(idOf(r)))
+      .where('state', '=', 'running')
+      .where('locked_at', '=', row.locked_at)
+      .executeTakeFirst();
+    if (taken.numUpdatedRows === 0n) {
+      throw new AppError('idempotency_error', 'a request with this Idempotency-Key is still in progress', 409);
+    }
+    return 'proceed';
+  }
+
+  async function complete(trx: Tx | Db, r: IdempotentRequest, status: number, body: string): Promise<void> {
+    await trx
+      .updateTable('idempotency_keys')
+      .set({ state: 'completed', response_status: status, response_body: body })
+      .where((eb) => eb.and(idOf(r)))
+      .execute();
+  }
+
+  app.addHook('preValidation', async (request: FastifyRequest, reply: FastifyReply) => {
+    const header = request.headers['idempotency-key'];
+    if (request.method !== 'POST' || header === undefined || !request.scope) return;
+    const key = Array.isArray(header) ? header[0]! : header;
+    if (!KEY_PATTERN.test(key)) {
+      throw new ValidationError('Idempotency-Key', 'must be 1 to 255 visible ASCII characters');
+    }
+    const r: IdempotentRequest = {
+      accountId: request.scope.accountId,
+      method: request.method,
+      path: request.url.split('?')[0]!,
+      key,
+      committed: false,
+      replayed: false,
+    };
+    request.idempotency = r;
+    if ((await claim(r, hashBody(request.body), reply)) === 'replayed') return reply;
+    const successStatus = (request.routeOptions.config as { successStatus?: number }).successStatus ?? 200;
+    // The effect and the record of its response commit together; onSend then stores the exact bytes.
+    request.scope = {
+      ...request.scope,
+      beforeCommit: async (trx, result) => {
+        if (r.committed) return;
+        await complete(trx, r, successStatus, JSON.stringify(result));
+        r.committed = true;
+      },
+    };
+  });
+
+  app.addHook('onSend', async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
+    const r = request.idempotency;
+    if (!r || r.replayed) return payload;
+    const status = reply.statusCode;
+    if (status === 429 || status >= 500) {
+      // Not stored: the client may try again. An effect that did commit keeps its record.
+      if (!r.committed) {
+        await db
+          .deleteFrom('idempotency_keys')
+          .where((eb) => eb.and(idOf(r)))
+          .where('state', '=', 'running')
+          .execute();
+      }
+      return payload;
+    }
+    await complete(db, r, status, typeof payload === 'string' ? payload : JSON.stringify(payload));
+    return payload;
+  });
+
+}

@@ -1,0 +1,48 @@
+import { Type, type TSchema } from 'typebox';
+
+export const ErrorBody = Type.Object(
+  {
+    error: Type.Object({
+      code: Type.String(),
+      message: Type.String(),
+      details: Type.Optional(
+        Type.Array(Type.Object({ field: Type.String(), issue: Type.String() })),
+      ),
+      request_id: Type.Optional(Type.String()),
+    }),
+  },
+  { $id: 'Error', description: 'The error envelope every failure answers with.' },
+);
+
+export const PageQuery = {
+  page: Type.Optional(Type.Integer({ minimum: 1, default: 1, description: 'Page number, from 1.' })),
+  limit: Type.Optional(
+    Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Page size, at most 100.' }),
+  ),
+};
+
+export function Page<T extends TSchema>(item: T) {
+  return Type.Object({
+    data: Type.Array(item),
+    total: Type.Integer({ minimum: 0 }),
+    page: Type.Integer({ minimum: 1 }),
+  });
+}
+
+export const IdParams = Type.Object({ id: Type.String() });
+
+export const Success = Type.Object({ success: Type.Literal(true) });
+
+export const Timestamp = Type.String({ format: 'date-time' });
+
+/** Nullable field, written as an OpenAPI 3.1 type union. */
+export function Nullable<T extends TSchema>(schema: T) {
+  return Type.Union([schema, Type.Null()]);
+}
+
+/** The error responses every authenticated route may answer with, for the OpenAPI document. */
+export function errorResponses(...statuses: number[]) {
+  const out: Record<number, typeof ErrorBody> = {};
+  for (const status of [401, 403, 429, ...statuses]) out[status] = ErrorBody;
+  return out;
+}

@@ -1,0 +1,69 @@
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from './app.js';
+import { systemClock } from './clock.js';
+import type { Config } from './config.js';
+import { createDb, migrate, type Db } from './db/database.js';
+import { startEmbeddedPostgres, type EmbeddedPostgres } from './db/embedded-postgres.js';
+import { MemoryRateLimiter, RedisRateLimiter, type RateLimiter } from './http/rate-limiter.js';
+
+export interface Store {
+  db: Db;
+  url: string;
+  close(): Promise<void>;
+}
+
+/** The configured PostgreSQL, or the embedded one under DATA_DIR; migrated either way. */
+export async function openStore(config: Config, log: (line: string) => void = () => undefined): Promise<Store> {
+  let embedded: EmbeddedPostgres | null = null;
+  let url = config.databaseUrl;
+  if (!url) {
+    embedded = await startEmbeddedPostgres({ dataDir: config.dataDir, log });
+    url = embedded.url;
+  }
+  const db = createDb(url);
+  try {
+    await migrate(db);
+  } catch (err) {
+    await db.destroy();
+    await embedded?.stop();
+    throw err;
+  }
+  return {
+    db,
+    url,
+    close: async () => {
+      await db.destroy();
+      await embedded?.stop();
+    },
+  };
+}
+
+export interface RunningService {
+  app: FastifyInstance;
+  stop(): Promise<void>;
+}
+
+/** Starts the HTTP API on an open store; `stop` drains in-flight requests, then closes everything. */
+export async function startService(config: Config, store: Store): Promise<RunningService> {
+  const rateLimiter: RateLimiter = config.redisUrl
+    ? new RedisRateLimiter({ url: config.redisUrl })
+    : new MemoryRateLimiter();
+  const { app, services } = await buildApp({ config, db: store.db, rateLimiter, clock: systemClock });
+
+  const boot = await services.accounts.bootstrapDefaultAccount();
+  if (boot) {
+    // Printed once, on the first start of an empty store: only the hash is kept.
+    process.stdout.write(
+      `\nCreated account "${boot.account.name}" (${boot.account.id}, plan ${boot.account.plan}).\n` +
+        `Its API key, shown only this once:\n\n  ${boot.key.api_key}\n\n`,
+    );
+  }
+  await app.listen({ port: config.port, host: config.host });
+  return {
+    app,
+    stop: async () => {
+      await app.close();
+      await rateLimiter.close();
+    },
+  };
+}

@@ -1,0 +1,88 @@
+import type { FastifyInstance, InjectOptions } from 'fastify';
+import { inject } from 'vitest';
+import { buildApp, type Services } from '../src/app.js';
+import type { Clock } from '../src/clock.js';
+import { createDb, type Db } from '../src/db/database.js';
+import type { Plan } from '../src/db/schema.js';
+import { MemoryRateLimiter, type RateLimiter } from '../src/http/rate-limiter.js';
+
+export const ADMIN_TOKEN = 'test-admin-token-0123456789';
+
+/** A clock tests can move; starts at the real time. */
+export class TestClock implements Clock {
+  private offsetMs = 0;
+  now(): Date {
+    return new Date(Date.now() + this.offsetMs);
+  }
+  advance(ms: number): void {
+    this.offsetMs += ms;
+  }
+}
+
+export interface TestApp {
+  app: FastifyInstance;
+  db: Db;
+  services: Services;
+  clock: TestClock;
+  close(): Promise<void>;
+}
+
+export async function startTestApp(opts: { rateLimiter?: RateLimiter; adminToken?: string | null } = {}): Promise<TestApp> {
+  const db = createDb(inject('databaseUrl'), { max: 10 });
+  const clock = new TestClock();
+  const rateLimiter = opts.rateLimiter ?? new MemoryRateLimiter();
+  const { app, services } = await buildApp({
+    config: { adminToken: opts.adminToken === undefined ? ADMIN_TOKEN : opts.adminToken, logLevel: 'silent' },
+    db,
+    rateLimiter,
+    clock,
+  });
+  await app.ready();
+  return {
+    app,
+    db,
+    services,
+    clock,
+    close: async () => {
+      await app.close();
+      await rateLimiter.close();
+      await db.destroy();
+    },
+  };
+}
+
+export interface TestAccount {
+  accountId: string;
+  apiKey: string;
+  keyId: string;
+  /** An inject call with this account's key. */
+  call(opts: InjectOptions): ReturnType<FastifyInstance['inject']>;
+}
+
+/** A fresh account per test: no test sees another's data, and no table is ever truncated. */
+export async function newAccount(
+  t: Pick<TestApp, 'app' | 'services'>,
+  opts: { plan?: Plan; rateLimit?: number | null } = {},
+): Promise<TestAccount> {
+  const account = await t.services.accounts.createAccount({
+    name: 'Test',
+    plan: opts.plan ?? 'growth',
+    rate_limit_per_minute: opts.rateLimit === undefined ? 100_000 : opts.rateLimit,
+  });
+  const key = await t.services.accounts.createApiKey(account.id, 'test');
+  return {
+    accountId: account.id,
+    apiKey: key.api_key,
+    keyId: key.id,
+    call: (o) =>
+      t.app.inject({ ...o, headers: { authorization: `Bearer ${key.api_key}`, ...(o.headers ?? {}) } }),
+  };
+}
+
+let phoneCounter = 0;
+/** A valid, unique-enough US number for tests (+1 415 55x xxxx). */
+export function randomPhone(): string {
+  phoneCounter += 1;
+  const n = (Date.now() * 1000 + phoneCounter + Math.floor(Math.random() * 1000)) % 10_000_000;
+  return `+1415${String(n).padStart(7, '0')}`;
+}
