@@ -1,0 +1,276 @@
+import { randomBytes } from 'node:crypto';
+import { Redis, type Result } from 'ioredis';
+
+export interface RateLimitDecision {
+  allowed: boolean;
+  limit: number;
+  /** After this request; 0 when refused. */
+  remaining: number;
+  /** Ceil seconds until the oldest counted request leaves the window; 0 when nothing is counted. */
+  resetSeconds: number;
+  /** When refused: ceil seconds until a slot frees, at least 1; 0 when allowed. */
+  retryAfterSeconds: number;
+}
+
+export interface RateLimiter {
+  /** Counts one request for `key` against `limit` per `windowMs` (default 60_000) unless it is refused. */
+  hit(key: string, limit: number, nowMs?: number): Promise<RateLimitDecision>;
+  close(): Promise<void>;
+}
+
+const DEFAULT_WINDOW_MS = 60_000;
+const MAX_SWEEP_INTERVAL_MS = 60_000;
+const MIN_SWEEP_INTERVAL_MS = 1_000;
+
+function checkWindow(windowMs: number): number {
+  if (!Number.isSafeInteger(windowMs) || windowMs <= 0) {
+    throw new RangeError(`windowMs must be a positive integer, got ${windowMs}`);
+  }
+  return windowMs;
+}
+
+// A limit of 0 is accepted (a suspended plan refuses everything); anything that is not a
+// whole number is a configuration bug and should fail loudly rather than silently allow or refuse.
+function checkHitArgs(limit: number, nowMs: number): void {
+  if (!Number.isSafeInteger(limit) || limit < 0) {
+    throw new RangeError(`limit must be a non-negative integer, got ${limit}`);
+  }
+  if (!Number.isFinite(nowMs)) {
+    throw new RangeError(`nowMs must be a finite number, got ${nowMs}`);
+  }
+}
+
+/**
+ * Shared by both backends so the header arithmetic cannot drift between them.
+ * `count` is the number of counted requests after this call, `oldest` the timestamp of the
+ * oldest of them, and `blocker` (only meaningful when refused) the timestamp whose expiry
+ * brings the count below the limit.
+ */
+function decide(
+  allowed: boolean,
+  limit: number,
+  count: number,
+  oldest: number | undefined,
+  blocker: number | undefined,
+  nowMs: number,
+  windowMs: number,
+): RateLimitDecision {
+  // Clamped to the window because an entry written by a process whose clock runs ahead
+  // must not make clients wait longer than one full window.
+  const secondsUntil = (ms: number): number =>
+    Math.ceil(Math.min(Math.max(ms, 0), windowMs) / 1000);
+  return {
+    allowed,
+    limit,
+    remaining: allowed ? Math.max(0, limit - count) : 0,
+    resetSeconds: oldest === undefined ? 0 : Math.max(1, secondsUntil(oldest + windowMs - nowMs)),
+    retryAfterSeconds: allowed
+      ? 0
+      : // With no blocker (limit 0) no expiry will ever free a slot; a full window is the
+        // least misleading hint, since the plan may have changed by then.
+        Math.max(1, secondsUntil(blocker === undefined ? windowMs : blocker + windowMs - nowMs)),
+  };
+}
+
+/** First index whose value is > `cutoff`; `log` is sorted ascending. */
+function firstAfter(log: readonly number[], cutoff: number): number {
+  let lo = 0;
+  let hi = log.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if ((log[mid] as number) <= cutoff) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+export class MemoryRateLimiter implements RateLimiter {
+  private readonly windowMs: number;
+  /** Per key, timestamps of counted requests, sorted ascending. */
+  private readonly logs = new Map<string, number[]>();
+  private readonly sweepTimer: NodeJS.Timeout;
+  private closed = false;
+  // The sweeper runs on wall-clock timers but hits may carry injected time; tracking the
+  // last hit's time lets the sweeper extrapolate the caller's clock instead of mixing clocks
+  // (mixing them would wipe live entries whenever the injected clock lags Date.now()).
+  private lastHitNowMs = Number.NEGATIVE_INFINITY;
+  private lastHitRealMs = 0;
+
+  constructor(opts: { windowMs?: number } = {}) {
+    this.windowMs = checkWindow(opts.windowMs ?? DEFAULT_WINDOW_MS);
+    const every = Math.min(MAX_SWEEP_INTERVAL_MS, Math.max(MIN_SWEEP_INTERVAL_MS, this.windowMs));
+    this.sweepTimer = setInterval(() => this.sweep(), every);
+    // Idle keys are only a memory concern; the timer must never keep the process alive.
+    this.sweepTimer.unref();
+  }
+
+  async hit(key: string, limit: number, nowMs: number = Date.now()): Promise<RateLimitDecision> {
+    if (this.closed) throw new Error('MemoryRateLimiter is closed');
+    checkHitArgs(limit, nowMs);
+    if (nowMs >= this.lastHitNowMs) {
+      this.lastHitNowMs = nowMs;
+      this.lastHitRealMs = Date.now();
+    }
+
+    let log = this.logs.get(key);
+    if (log === undefined) {
+      log = [];
+      this.logs.set(key, log);
+    }
+    const expired = firstAfter(log, nowMs - this.windowMs);
+    if (expired > 0) log.splice(0, expired);
+
+    const allowed = log.length < limit;
+    if (allowed) {
+      // Callers' clocks can step backwards (NTP, injected time); keeping the log sorted
+      // keeps pruning and the oldest/blocker lookups correct regardless.
+      const last = log[log.length - 1];
+      if (last === undefined || nowMs >= last) log.push(nowMs);
+      else log.splice(firstAfter(log, nowMs), 0, nowMs);
+    }
+
+    const count = log.length;
+    if (count === 0) this.logs.delete(key);
+    // Only when refused because of a lowered limit can count exceed limit; the slot frees
+    // when enough of the oldest entries have left to bring count back under the limit.
+    const blocker = !allowed && limit > 0 ? log[count - limit] : undefined;
+    return decide(allowed, limit, count, log[0], blocker, nowMs, this.windowMs);
+  }
+
+  /**
+   * Drops keys whose newest counted request has left the window. Runs on a timer; exposed so
+   * operators and tests can trigger it. Returns the number of keys dropped.
+   */
+  sweep(nowMs: number = this.estimatedNow()): number {
+    const cutoff = nowMs - this.windowMs;
+    let dropped = 0;
+    for (const [key, log] of this.logs) {
+      const newest = log[log.length - 1];
+      if (newest === undefined || newest <= cutoff) {
+        this.logs.delete(key);
+        dropped++;
+      }
+    }
+    return dropped;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.sweepTimer);
+    this.logs.clear();
+  }
+
+  private estimatedNow(): number {
+    if (this.lastHitNowMs === Number.NEGATIVE_INFINITY) return Date.now();
+    return this.lastHitNowMs + (Date.now() - this.lastHitRealMs);
+  }
+}
+
+type HitReply = [allowed: number, count: number, oldest: string, blocker: string];
+
+declare module 'ioredis' {
+  interface RedisCommander<Context> {
+    switchboardRateLimitHit(
+      key: string,
+      nowMs: string,
+      cutoffMs: string,
+      windowMs: string,
+      limit: string,
+      member: string,
+    ): Result<HitReply, Context>;
+  }
+}
+
+// One script so prune/count/add/read happen atomically: separate commands would let
+// concurrent processes both see "limit - 1" and both add.
+// Timestamps travel as strings formatted by JS and come back as strings formatted by Redis
+// (%.17g), so no precision is lost to Lua's number formatting.
+// The score at index count-limit is the entry whose expiry brings the count below the
+// limit; it is the oldest one unless the limit was lowered since the entries were counted.
+const HIT_SCRIPT = `
+local key = KEYS[1]
+local limit = tonumber(ARGV[4])
+redis.call('ZREMRANGEBYSCORE', key, '-inf', ARGV[2])
+local count = redis.call('ZCARD', key)
+local allowed = 0
+if count < limit then
+  redis.call('ZADD', key, ARGV[1], ARGV[5])
+  count = count + 1
+  allowed = 1
+end
+local oldest = ''
+local blocker = ''
+if count > 0 then
+  oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')[2]
+  if allowed == 0 and limit > 0 then
+    blocker = redis.call('ZRANGE', key, count - limit, count - limit, 'WITHSCORES')[2]
+  end
+  redis.call('PEXPIRE', key, ARGV[3])
+end
+return {allowed, count, oldest, blocker}
+`;
+
+function parseScore(raw: string): number | undefined {
+  return raw === '' ? undefined : Number(raw);
+}
+
+export class RedisRateLimiter implements RateLimiter {
+  private readonly redis: Redis;
+  private readonly windowMs: number;
+  private readonly keyPrefix: string;
+  // Members must be unique across processes and within one millisecond, or two hits in the
+  // same ms would collapse into one sorted-set entry and be counted once.
+  private readonly instanceId = randomBytes(6).toString('base64url');
+  private seq = 0;
+  private closing: Promise<void> | undefined;
+
+  constructor(opts: { url: string; windowMs?: number; keyPrefix?: string }) {
+    this.windowMs = checkWindow(opts.windowMs ?? DEFAULT_WINDOW_MS);
+    this.keyPrefix = opts.keyPrefix ?? 'sb:rl:';
+    this.redis = new Redis(opts.url, {
+      // Fail a hit quickly while Redis is down instead of stalling the request; the caller
+      // decides whether to fail open or closed.
+      maxRetriesPerRequest: 2,
+      enableOfflineQueue: true,
+    });
+    // Failures already reach callers as rejected hit() promises; without a listener ioredis
+    // would also print every reconnect error to stderr.
+    this.redis.on('error', () => undefined);
+    this.redis.defineCommand('switchboardRateLimitHit', { numberOfKeys: 1, lua: HIT_SCRIPT });
+  }
+
+  async hit(key: string, limit: number, nowMs: number = Date.now()): Promise<RateLimitDecision> {
+    checkHitArgs(limit, nowMs);
+    const member = `${nowMs}-${this.instanceId}-${(this.seq++).toString(36)}`;
+    const reply = await this.redis.switchboardRateLimitHit(
+      this.keyPrefix + key,
+      String(nowMs),
+      String(nowMs - this.windowMs),
+      String(this.windowMs),
+      String(limit),
+      member,
+    );
+    if (!Array.isArray(reply) || reply.length !== 4) {
+      throw new Error(`unexpected rate limit script reply: ${JSON.stringify(reply)}`);
+    }
+    const [allowed, count, oldest, blocker] = reply;
+    return decide(
+      allowed === 1,
+      limit,
+      Number(count),
+      parseScore(oldest),
+      parseScore(blocker),
+      nowMs,
+      this.windowMs,
+    );
+  }
+
+  async close(): Promise<void> {
+    this.closing ??= this.redis.quit().then(
+      () => undefined,
+      // quit() rejects if Redis never came back; the socket still has to go.
+      () => this.redis.disconnect(),
+    );
+    return this.closing;
+  }
+}
