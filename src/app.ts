@@ -83,7 +83,9 @@ export async function buildApp(deps: AppDeps): Promise<{ app: FastifyInstance; s
       },
       security: [{ apiKey: [] }],
     },
-    refResolver: { buildLocalReference: (json, _base, _fragment, i) => String(json.$id ?? `def-${i}`) },
+    refResolver: {
+      buildLocalReference: (json, _base, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`),
+    },
   });
   await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true });
 

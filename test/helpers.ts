@@ -1,4 +1,4 @@
-import type { FastifyInstance, InjectOptions } from 'fastify';
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { inject } from 'vitest';
 import { buildApp, type Services } from '../src/app.js';
 import type { Clock } from '../src/clock.js';
@@ -56,7 +56,7 @@ export interface TestAccount {
   apiKey: string;
   keyId: string;
   /** An inject call with this account's key. */
-  call(opts: InjectOptions): ReturnType<FastifyInstance['inject']>;
+  call(opts: InjectOptions): Promise<LightMyRequestResponse>;
 }
 
 /** A fresh account per test: no test sees another's data, and no table is ever truncated. */
@@ -79,10 +79,11 @@ export async function newAccount(
   };
 }
 
-let phoneCounter = 0;
-/** A valid, unique-enough US number for tests (+1 415 55x xxxx). */
+// A random start per process, then a counter: unique within the process (so two contacts of one
+// account never collide by chance), and processes start far apart.
+let phoneCounter = Math.floor(Math.random() * 10_000_000);
+/** A valid US number for tests (+1 415 xxx xxxx), never repeated within one test process. */
 export function randomPhone(): string {
-  phoneCounter += 1;
-  const n = (Date.now() * 1000 + phoneCounter + Math.floor(Math.random() * 1000)) % 10_000_000;
-  return `+1415${String(n).padStart(7, '0')}`;
+  phoneCounter = (phoneCounter + 1) % 10_000_000;
+  return `+1415${String(phoneCounter).padStart(7, '0')}`;
 }

@@ -4,7 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { AccountsService } from '../accounts/accounts.service.js';
 import { Unauthorized } from '../errors.js';
-import { ErrorBody, IdParams, Nullable, Success, Timestamp } from '../http/schemas.js';
+import { ErrorRef, IdParams, Nullable, Success, Timestamp } from '../http/schemas.js';
 
 const Plan = Type.Union([Type.Literal('starter'), Type.Literal('growth'), Type.Literal('enterprise')]);
 const RateLimit = Nullable(Type.Integer({ minimum: 1, maximum: 1_000_000 }));
@@ -17,7 +17,7 @@ const ApiKey = Type.Object(
   { id: Type.String(), api_key: Type.String(), name: Nullable(Type.String()), created_at: Timestamp },
   { $id: 'ApiKey' },
 );
-const adminErrors = { 401: ErrorBody, 404: ErrorBody, 422: ErrorBody };
+const adminErrors = { 401: ErrorRef, 404: ErrorRef, 422: ErrorRef };
 
 function digest(value: string): Buffer {
   return createHash('sha256').update(value).digest();
@@ -38,6 +38,7 @@ export function adminRoutes(app: FastifyInstance, deps: { accounts: AccountsServ
 
   r.post('/accounts', {
     schema: {
+      operationId: 'createAccount',
       tags,
       security,
       summary: 'Create an account',
@@ -51,12 +52,14 @@ export function adminRoutes(app: FastifyInstance, deps: { accounts: AccountsServ
   });
 
   r.get('/accounts/:id', {
-    schema: { tags, security, summary: 'Get an account', params: IdParams, response: { 200: Account, ...adminErrors } },
+    schema: { operationId: 'getAccount',
+      tags, security, summary: 'Get an account', params: IdParams, response: { 200: Account, ...adminErrors } },
     handler: (req) => deps.accounts.getAccount(req.params.id),
   });
 
   r.patch('/accounts/:id', {
     schema: {
+      operationId: 'updateAccount',
       tags,
       security,
       summary: "Change an account's name, plan or rate limit (null returns it to the plan's figure)",
@@ -72,6 +75,7 @@ export function adminRoutes(app: FastifyInstance, deps: { accounts: AccountsServ
 
   r.post('/accounts/:id/api-keys', {
     schema: {
+      operationId: 'createApiKey',
       tags,
       security,
       summary: 'Issue an API key (shown only in this response)',
@@ -84,7 +88,8 @@ export function adminRoutes(app: FastifyInstance, deps: { accounts: AccountsServ
   });
 
   r.delete('/api-keys/:id', {
-    schema: { tags, security, summary: 'Revoke an API key at once', params: IdParams, response: { 200: Success, ...adminErrors } },
+    schema: { operationId: 'revokeApiKey',
+      tags, security, summary: 'Revoke an API key at once', params: IdParams, response: { 200: Success, ...adminErrors } },
     handler: async (req) => {
       await deps.accounts.revokeApiKey(req.params.id);
       return { success: true as const };

@@ -40,9 +40,12 @@ export function Nullable<T extends TSchema>(schema: T) {
   return Type.Union([schema, Type.Null()]);
 }
 
+/** A reference to the shared error envelope (registered once with `app.addSchema`). */
+export const ErrorRef = Type.Ref('Error');
+
 /** The error responses every authenticated route may answer with, for the OpenAPI document. */
 export function errorResponses(...statuses: number[]) {
-  const out: Record<number, typeof ErrorBody> = {};
-  for (const status of [401, 403, 429, ...statuses]) out[status] = ErrorBody;
+  const out: Record<number, typeof ErrorRef> = {};
+  for (const status of [401, 403, 429, ...statuses]) out[status] = ErrorRef;
   return out;
 }
