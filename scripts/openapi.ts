@@ -2,6 +2,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { buildApp } from '../src/app.js';
 import { systemClock } from '../src/clock.js';
+import { loadConfig } from '../src/config.js';
 import { createDb } from '../src/db/database.js';
 import { MemoryRateLimiter } from '../src/http/rate-limiter.js';
 
@@ -9,7 +10,7 @@ const target = new URL('../docs/openapi.json', import.meta.url);
 // The pool connects lazily; generating the document never touches a database.
 const db = createDb('postgres://unused@127.0.0.1:1/unused');
 const { app } = await buildApp({
-  config: { adminToken: 'document-the-admin-api', logLevel: 'silent' },
+  config: { ...loadConfig({}), adminToken: 'document-the-admin-api', logLevel: 'silent' },
   db,
   rateLimiter: new MemoryRateLimiter(),
   clock: systemClock,

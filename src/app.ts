@@ -18,26 +18,80 @@ import { installApiAuth } from './http/auth.js';
 import { installErrorHandlers } from './http/error-handler.js';
 import { installIdempotency } from './http/idempotency.js';
 import type { RateLimiter } from './http/rate-limiter.js';
+import type { ChannelProviders } from './channels/channel.js';
+import { SandboxProvider } from './channels/sandbox/sandbox.provider.js';
+import { sandboxRoutes } from './channels/sandbox/sandbox.routes.js';
+import { sandboxStatusJob } from './channels/sandbox/sandbox-status.job.js';
+import { ConversationsRepository } from './conversations/conversations.repository.js';
+import { conversationsRoutes } from './conversations/conversations.routes.js';
+import { ConversationsService } from './conversations/conversations.service.js';
+import { JobQueue } from './jobs/job-queue.js';
+import type { JobHandler } from './jobs/job-runner.js';
+import { mediaFetcher, type MediaFetcher } from './messages/media.js';
+import { MessagesRepository } from './messages/messages.repository.js';
+import { messagesRoutes } from './messages/messages.routes.js';
+import { MessagesService } from './messages/messages.service.js';
+import { TemplatesRepository } from './templates/templates.repository.js';
+import { templatesRoutes } from './templates/templates.routes.js';
+import { TemplatesService } from './templates/templates.service.js';
+import { UsersRepository } from './users/users.repository.js';
+import { usersRoutes } from './users/users.routes.js';
+import { UsersService } from './users/users.service.js';
 import { ErrorBody } from './http/schemas.js';
 import { validatorCompiler } from './http/validation.js';
 
 export const BODY_LIMIT = 1024 * 1024;
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
+export type AppConfig = Pick<
+  Config,
+  'adminToken' | 'logLevel' | 'allowPrivateTargets' | 'sandboxAutoAdvance' | 'sandboxDeliveredAfterMs' | 'sandboxReadAfterMs'
+>;
+
 export interface AppDeps {
-  config: Pick<Config, 'adminToken' | 'logLevel'>;
+  config: AppConfig;
   db: Db;
   rateLimiter: RateLimiter;
   clock: Clock;
+  /** Replaces the guarded media fetcher (benchmarks only). */
+  fetchMedia?: MediaFetcher;
 }
 
-export function buildServices(deps: AppDeps) {
-  const { db, clock } = deps;
+/** Every service, built once from the few repositories and adapters each one uses. */
+export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
+  const { db, clock, config } = deps;
   const tx = new Transactor(db);
   const outbox = new Outbox(clock);
+  const jobs = new JobQueue(clock);
+  const usersRepo = new UsersRepository(db);
+  const conversationsRepo = new ConversationsRepository(db);
+  const messagesRepo = new MessagesRepository(db);
+
   const accounts = new AccountsService({ db, accounts: new AccountsRepository(db), clock });
   const contacts = new ContactsService({ tx, contacts: new ContactsRepository(db), outbox, clock });
-  return { accounts, contacts };
+  const users = new UsersService({ users: usersRepo, clock });
+  const templates = new TemplatesService({ templates: new TemplatesRepository(db), clock });
+  const sandbox = new SandboxProvider(jobs, {
+    autoAdvance: config.sandboxAutoAdvance,
+    deliveredAfterMs: config.sandboxDeliveredAfterMs,
+    readAfterMs: config.sandboxReadAfterMs,
+  });
+  // Every channel uses the sandbox provider until a real adapter is configured for it.
+  const providers: ChannelProviders = { whatsapp: sandbox, instagram: sandbox, messenger: sandbox, webchat: sandbox };
+  const conversations = new ConversationsService({ tx, conversations: conversationsRepo, messages: messagesRepo, users: usersRepo, outbox, clock });
+  const messages = new MessagesService({
+    tx,
+    messages: messagesRepo,
+    conversations: conversationsRepo,
+    contacts,
+    templates,
+    providers,
+    outbox,
+    fetchMedia: deps.fetchMedia ?? mediaFetcher({ allowPrivate: config.allowPrivateTargets }),
+    clock,
+  });
+  const jobHandlers: JobHandler[] = [sandboxStatusJob(messages) as JobHandler];
+  return { accounts, contacts, users, templates, conversations, messages, sandbox, jobHandlers };
 }
 export type Services = ReturnType<typeof buildServices>;
 
@@ -105,6 +159,11 @@ export async function buildApp(deps: AppDeps): Promise<{ app: FastifyInstance; s
       installApiAuth(v1, { accounts: services.accounts, rateLimiter: deps.rateLimiter });
       installIdempotency(v1, { db: deps.db, clock: deps.clock });
       contactsRoutes(v1, services.contacts);
+      usersRoutes(v1, services.users);
+      templatesRoutes(v1, services.templates);
+      conversationsRoutes(v1, services.conversations);
+      messagesRoutes(v1, services.messages);
+      sandboxRoutes(v1, services);
     },
     { prefix: '/v1' },
   );

@@ -37,7 +37,16 @@ function print(json: boolean, value: object, text: string): void {
 
 const program = new Command('switchboard').description('Switchboard messaging service');
 
-program.command('serve', { isDefault: true }).description('run the HTTP API').action(serve);
+program
+  .command('serve', { isDefault: true })
+  .description('run the HTTP API and the background workers')
+  .option('--no-workers', 'run only the HTTP API (scale workers separately with `switchboard worker`)')
+  .action((opts: { workers: boolean }) => serve({ api: true, workers: opts.workers }));
+
+program
+  .command('worker')
+  .description('run only the background workers (needs DATABASE_URL to share a database with the API)')
+  .action(() => serve({ api: false, workers: true }));
 
 program
   .command('migrate')

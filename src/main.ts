@@ -2,8 +2,11 @@ import { pathToFileURL } from 'node:url';
 import { loadConfig, ConfigError } from './config.js';
 import { openStore, startService } from './server.js';
 
-/** `npm start`: the API on the configured (or embedded) PostgreSQL, until SIGTERM or SIGINT. */
-export async function serve(): Promise<void> {
+/**
+ * `npm start`: the API and the workers on the configured (or embedded) PostgreSQL, until
+ * SIGTERM or SIGINT; `roles` runs only one of the two (scaling out).
+ */
+export async function serve(roles: { api: boolean; workers: boolean } = { api: true, workers: true }): Promise<void> {
   let config;
   try {
     config = loadConfig();
@@ -17,7 +20,7 @@ export async function serve(): Promise<void> {
   const store = await openStore(config);
   let service;
   try {
-    service = await startService(config, store);
+    service = await startService(config, store, roles);
   } catch (err) {
     await store.close();
     throw err;

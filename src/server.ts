@@ -5,6 +5,7 @@ import type { Config } from './config.js';
 import { createDb, migrate, type Db } from './db/database.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './db/embedded-postgres.js';
 import { MemoryRateLimiter, RedisRateLimiter, type RateLimiter } from './http/rate-limiter.js';
+import { JobRunner } from './jobs/job-runner.js';
 
 export interface Store {
   db: Db;
@@ -43,26 +44,40 @@ export interface RunningService {
   stop(): Promise<void>;
 }
 
-/** Starts the HTTP API on an open store; `stop` drains in-flight requests, then closes everything. */
-export async function startService(config: Config, store: Store): Promise<RunningService> {
+/**
+ * Starts the HTTP API and/or the background workers on an open store. `stop` stops taking
+ * requests and jobs, lets claimed ones finish, and releases what it holds.
+ */
+export async function startService(
+  config: Config,
+  store: Store,
+  roles: { api: boolean; workers: boolean } = { api: true, workers: true },
+): Promise<RunningService> {
   const rateLimiter: RateLimiter = config.redisUrl
     ? new RedisRateLimiter({ url: config.redisUrl })
     : new MemoryRateLimiter();
   const { app, services } = await buildApp({ config, db: store.db, rateLimiter, clock: systemClock });
 
-  const boot = await services.accounts.bootstrapDefaultAccount();
-  if (boot) {
-    // Printed once, on the first start of an empty store: only the hash is kept.
-    process.stdout.write(
-      `\nCreated account "${boot.account.name}" (${boot.account.id}, plan ${boot.account.plan}).\n` +
-        `Its API key, shown only this once:\n\n  ${boot.key.api_key}\n\n`,
-    );
+  const runner = roles.workers
+    ? new JobRunner({ db: store.db, clock: systemClock, log: app.log, handlers: services.jobHandlers })
+    : null;
+  if (roles.api) {
+    const boot = await services.accounts.bootstrapDefaultAccount();
+    if (boot) {
+      // Printed once, on the first start of an empty store: only the hash is kept.
+      process.stdout.write(
+        `\nCreated account "${boot.account.name}" (${boot.account.id}, plan ${boot.account.plan}).\n` +
+          `Its API key, shown only this once:\n\n  ${boot.key.api_key}\n\n`,
+      );
+    }
+    await app.listen({ port: config.port, host: config.host });
   }
-  await app.listen({ port: config.port, host: config.host });
+  runner?.start();
+  app.log.info({ api: roles.api, workers: roles.workers }, 'switchboard started');
   return {
     app,
     stop: async () => {
-      await app.close();
+      await Promise.all([app.close(), runner?.stop()]);
       await rateLimiter.close();
     },
   };

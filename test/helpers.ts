@@ -1,6 +1,7 @@
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { inject } from 'vitest';
-import { buildApp, type Services } from '../src/app.js';
+import { buildApp, type AppConfig, type Services } from '../src/app.js';
+import { loadConfig } from '../src/config.js';
 import type { Clock } from '../src/clock.js';
 import { createDb, type Db } from '../src/db/database.js';
 import type { Plan } from '../src/db/schema.js';
@@ -27,12 +28,23 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-export async function startTestApp(opts: { rateLimiter?: RateLimiter; adminToken?: string | null } = {}): Promise<TestApp> {
+export async function startTestApp(
+  opts: { rateLimiter?: RateLimiter; adminToken?: string | null; config?: Partial<AppConfig> } = {},
+): Promise<TestApp> {
   const db = createDb(inject('databaseUrl'), { max: 10 });
   const clock = new TestClock();
   const rateLimiter = opts.rateLimiter ?? new MemoryRateLimiter();
   const { app, services } = await buildApp({
-    config: { adminToken: opts.adminToken === undefined ? ADMIN_TOKEN : opts.adminToken, logLevel: 'silent' },
+    config: {
+      ...loadConfig({}),
+      adminToken: opts.adminToken === undefined ? ADMIN_TOKEN : opts.adminToken,
+      logLevel: 'silent',
+      // Test receivers and media servers listen on 127.0.0.1.
+      allowPrivateTargets: true,
+      // Statuses move only when a test moves them (through the endpoint or by draining jobs).
+      sandboxAutoAdvance: false,
+      ...opts.config,
+    },
     db,
     rateLimiter,
     clock,

@@ -103,6 +103,21 @@ export class ContactsRepository {
     return { rows, total: Number(count.n) };
   }
 
+  /** Inserts unless the phone is taken; `undefined` means another row has it (race-safe). */
+  async insertIfPhoneFree(trx: Tx, row: ContactRow): Promise<boolean> {
+    const inserted = await trx
+      .insertInto('contacts')
+      .values({ ...row, custom_fields: JSON.stringify(row.custom_fields) })
+      .onConflict((oc) => oc.columns(['account_id', 'phone']).doNothing())
+      .returning('id')
+      .executeTakeFirst();
+    return inserted !== undefined;
+  }
+
+  async findByPhone(trx: Tx, accountId: string, phone: string): Promise<ContactRow | undefined> {
+    return trx.selectFrom('contacts').selectAll().where('account_id', '=', accountId).where('phone', '=', phone).executeTakeFirst();
+  }
+
   async addTags(trx: Tx, accountId: string, tags: string[], now: Date): Promise<void> {
     if (tags.length === 0) return;
     await trx

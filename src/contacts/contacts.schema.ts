@@ -65,7 +65,7 @@ export type UpdateContactBody = Static<typeof UpdateContactBody>;
 
 export const LifecycleBody = Type.Object(
   {
-    lifecycle_stage: Nullable(Type.Union(LIFECYCLE_STAGES.map((s) => Type.Literal(s)))),
+    lifecycle_stage: Nullable(Type.Enum(LIFECYCLE_STAGES)),
   },
   { additionalProperties: false },
 );

@@ -1,4 +1,5 @@
 import type { Clock } from '../clock.js';
+import type { Tx } from '../db/database.js';
 import type { CustomFieldValue } from '../db/schema.js';
 import { isUniqueViolation } from '../db/errors.js';
 import type { Scope, Transactor } from '../db/transactor.js';
@@ -100,6 +101,36 @@ export class ContactsService {
     const row = await this.deps.contacts.find(scope.accountId, id);
     if (!row) throw new NotFound('contact', id);
     return toContact(row);
+  }
+
+  async getInTransaction(trx: Tx, accountId: string, id: string): Promise<Contact> {
+    const row = await this.deps.contacts.find(accountId, id, trx);
+    if (!row) throw new NotFound('contact', id);
+    return toContact(row);
+  }
+
+  /** The contact with this phone, created (with its `contact.created` event) when there is none. */
+  async findOrCreateByPhone(trx: Tx, accountId: string, phone: string): Promise<Contact> {
+    checkPhone(phone);
+    const now = this.deps.clock.now();
+    const row: ContactRow = {
+      account_id: accountId,
+      id: newId('con'),
+      phone,
+      name: null,
+      email: null,
+      tags: [],
+      lifecycle_stage: null,
+      custom_fields: {},
+      created_at: now,
+      updated_at: now,
+    };
+    if (await this.deps.contacts.insertIfPhoneFree(trx, row)) {
+      const contact = toContact(row);
+      await this.deps.outbox.record(trx, accountId, 'contact.created', contact);
+      return contact;
+    }
+    return toContact((await this.deps.contacts.findByPhone(trx, accountId, phone))!);
   }
 
   async list(scope: Scope, filter: ContactFilter, page: PageRequest): Promise<PageResult<Contact>> {

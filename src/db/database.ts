@@ -2,6 +2,7 @@ import { Kysely, Migrator, PostgresDialect, type Transaction, type Migration } f
 import pg from 'pg';
 import type { Tables } from './schema.js';
 import * as m001 from './migrations/001_foundation.js';
+import * as m002 from './migrations/002_inbox.js';
 
 export type Db = Kysely<Tables>;
 export type Tx = Transaction<Tables>;
@@ -18,6 +19,7 @@ export function createDb(url: string, opts: { max?: number } = {}): Db {
 
 const migrations: Record<string, Migration> = {
   '001_foundation': m001,
+  '002_inbox': m002,
 };
 
 /** Applies pending migrations; Kysely's migrator takes a lock, so concurrent starts are safe. */

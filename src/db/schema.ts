@@ -66,7 +66,97 @@ export interface IdempotencyKeysTable {
   locked_at: Timestamp;
 }
 
+export type Channel = 'whatsapp' | 'instagram' | 'messenger' | 'webchat';
+export type MessageStatus = 'sent' | 'delivered' | 'read' | 'failed';
+export type MessageType = 'text' | 'template' | 'image' | 'document';
+
+export interface UsersTable {
+  account_id: string;
+  id: string;
+  name: string;
+  email: string;
+  created_at: Timestamp;
+}
+
+export interface TeamsTable {
+  account_id: string;
+  id: string;
+  name: string;
+  user_ids: string[];
+  created_at: Timestamp;
+}
+
+export type TemplateStatus = 'pending' | 'approved' | 'rejected';
+
+export interface TemplatesTable {
+  account_id: string;
+  id: string;
+  name: string;
+  language: string;
+  category: string;
+  body: string;
+  status: TemplateStatus;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface ConversationsTable {
+  account_id: string;
+  id: string;
+  contact_id: string;
+  channel: Channel;
+  status: 'open' | 'resolved';
+  assignee_type: 'user' | 'team' | null;
+  assignee_id: string | null;
+  last_inbound_at: Timestamp | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface MessagesTable {
+  account_id: string;
+  id: string;
+  conversation_id: string;
+  direction: 'inbound' | 'outbound';
+  type: MessageType;
+  content: string | null;
+  media_url: string | null;
+  template_name: string | null;
+  status: MessageStatus;
+  failure_reason: string | null;
+  provider_message_id: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface NotesTable {
+  account_id: string;
+  id: string;
+  conversation_id: string;
+  content: string;
+  created_at: Timestamp;
+}
+
+export interface JobsTable {
+  account_id: string;
+  id: string;
+  kind: string;
+  payload: Json<unknown>;
+  run_at: Timestamp;
+  attempts: Generated<number>;
+  locked_until: Timestamp | null;
+  last_error: string | null;
+  created_at: Timestamp;
+}
+
 export interface Tables {
+  users: UsersTable;
+  teams: TeamsTable;
+  templates: TemplatesTable;
+  conversations: ConversationsTable;
+  messages: MessagesTable;
+  notes: NotesTable;
+  jobs: JobsTable;
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
   contacts: ContactsTable;

@@ -1,0 +1,86 @@
+import type { Db, Tx } from '../db/database.js';
+import type { Channel, ConversationsTable, NotesTable } from '../db/schema.js';
+import { offsetOf, type PageRequest } from '../http/pagination.js';
+import { newId } from '../ids.js';
+
+type Dated<T> = { [K in keyof T]: K extends 'created_at' | 'updated_at' | 'last_inbound_at' ? Extract<T[K], null> | Date : T[K] };
+export type ConversationRow = Dated<ConversationsTable>;
+export type NoteRow = Dated<NotesTable>;
+
+export interface ConversationFilter {
+  status: 'open' | 'resolved' | 'all';
+  channel?: Channel;
+  assignedTo?: string;
+}
+
+export class ConversationsRepository {
+  constructor(private readonly db: Db) {}
+
+  async find(accountId: string, id: string, trx: Tx | Db = this.db): Promise<ConversationRow | undefined> {
+    return trx.selectFrom('conversations').selectAll().where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
+  }
+
+  async lock(trx: Tx, accountId: string, id: string): Promise<ConversationRow | undefined> {
+    return trx.selectFrom('conversations').selectAll().where('account_id', '=', accountId).where('id', '=', id).forUpdate().executeTakeFirst();
+  }
+
+  /**
+   * The one conversation of (contact, channel), created if missing and locked for the rest of
+   * the transaction; the unique key makes concurrent first messages share one conversation.
+   */
+  async lockOrCreate(trx: Tx, accountId: string, contactId: string, channel: Channel, now: Date): Promise<ConversationRow> {
+    await trx
+      .insertInto('conversations')
+      .values({ account_id: accountId, id: newId('conv'), contact_id: contactId, channel, status: 'open', assignee_type: null, assignee_id: null, last_inbound_at: null, created_at: now, updated_at: now })
+      .onConflict((oc) => oc.columns(['account_id', 'contact_id', 'channel']).doNothing())
+      .execute();
+    return trx
+      .selectFrom('conversations')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .where('contact_id', '=', contactId)
+      .where('channel', '=', channel)
+      .forUpdate()
+      .executeTakeFirstOrThrow();
+  }
+
+  async update(
+    trx: Tx,
+    accountId: string,
+    id: string,
+    patch: Partial<Pick<ConversationRow, 'status' | 'assignee_type' | 'assignee_id' | 'last_inbound_at' | 'updated_at'>>,
+  ): Promise<ConversationRow> {
+    return trx
+      .updateTable('conversations')
+      .set(patch)
+      .where('account_id', '=', accountId)
+      .where('id', '=', id)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+  }
+
+  async list(accountId: string, filter: ConversationFilter, page: PageRequest): Promise<{ rows: ConversationRow[]; total: number }> {
+    let q = this.db.selectFrom('conversations').where('account_id', '=', accountId);
+    if (filter.status !== 'all') q = q.where('status', '=', filter.status);
+    if (filter.channel) q = q.where('channel', '=', filter.channel);
+    if (filter.assignedTo) q = q.where('assignee_id', '=', filter.assignedTo);
+    const [rows, count] = await Promise.all([
+      q.selectAll().orderBy('updated_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(offsetOf(page)).execute(),
+      q.select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow(),
+    ]);
+    return { rows, total: Number(count.n) };
+  }
+
+  async insertNote(row: NoteRow): Promise<void> {
+    await this.db.insertInto('notes').values(row).execute();
+  }
+
+  async listNotes(accountId: string, conversationId: string, page: PageRequest): Promise<{ rows: NoteRow[]; total: number }> {
+    const q = this.db.selectFrom('notes').where('account_id', '=', accountId).where('conversation_id', '=', conversationId);
+    const [rows, count] = await Promise.all([
+      q.selectAll().orderBy('created_at').orderBy('id').limit(page.limit).offset(offsetOf(page)).execute(),
+      q.select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow(),
+    ]);
+    return { rows, total: Number(count.n) };
+  }
+}

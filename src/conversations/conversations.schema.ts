@@ -1,0 +1,54 @@
+import { Type, type Static } from 'typebox';
+import { ChannelSchema, Message } from '../messages/messages.schema.js';
+import { Nullable, PageQuery, Timestamp } from '../http/schemas.js';
+
+export const Assignee = Type.Object({
+  type: Type.Union([Type.Literal('user'), Type.Literal('team')]),
+  id: Type.String(),
+  name: Type.String(),
+});
+
+export const Conversation = Type.Object(
+  {
+    id: Type.String({ description: 'Prefixed `conv_`.' }),
+    contact_id: Type.String(),
+    channel: ChannelSchema,
+    status: Type.Union([Type.Literal('open'), Type.Literal('resolved')]),
+    assigned_to: Nullable(Assignee),
+    messages: Type.Array(Message, { description: 'Oldest first; complete on the single-conversation read, empty elsewhere.' }),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  },
+  { $id: 'Conversation' },
+);
+export type Conversation = Static<typeof Conversation>;
+
+export const ListConversationsQuery = Type.Object(
+  {
+    ...PageQuery,
+    status: Type.Optional(Type.Union([Type.Literal('open'), Type.Literal('resolved'), Type.Literal('all')], { default: 'open' })),
+    channel: Type.Optional(ChannelSchema),
+    assigned_to: Type.Optional(Type.String({ minLength: 1, description: 'A user id or a team id.' })),
+  },
+  { additionalProperties: false },
+);
+export type ListConversationsQuery = Static<typeof ListConversationsQuery>;
+
+export const AssignBody = Type.Object(
+  {
+    user_id: Type.Optional(Type.String({ minLength: 1 })),
+    team_id: Type.Optional(Type.String({ minLength: 1 })),
+  },
+  { additionalProperties: false, description: 'Exactly one of user_id and team_id.' },
+);
+export type AssignBody = Static<typeof AssignBody>;
+
+export const Note = Type.Object(
+  { id: Type.String({ description: 'Prefixed `note_`.' }), conversation_id: Type.String(), content: Type.String(), created_at: Timestamp },
+  { $id: 'Note' },
+);
+export type Note = Static<typeof Note>;
+
+export const CreateNoteBody = Type.Object({ content: Type.String({ minLength: 1, maxLength: 10_000 }) }, { additionalProperties: false });
+
+export const ListNotesQuery = Type.Object({ ...PageQuery }, { additionalProperties: false });

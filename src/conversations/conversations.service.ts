@@ -1,0 +1,114 @@
+import type { Clock } from '../clock.js';
+import type { Scope, Transactor } from '../db/transactor.js';
+import { NotFound, ValidationError } from '../errors.js';
+import type { Outbox } from '../events/outbox.js';
+import type { PageRequest, PageResult } from '../http/pagination.js';
+import { newId } from '../ids.js';
+import type { MessagesRepository } from '../messages/messages.repository.js';
+import { toMessage } from '../messages/messages.present.js';
+import type { UsersRepository } from '../users/users.repository.js';
+import type { ConversationFilter, ConversationRow, ConversationsRepository, NoteRow } from './conversations.repository.js';
+import type { AssignBody, Conversation, Note } from './conversations.schema.js';
+
+const toNote = (r: NoteRow): Note => ({ id: r.id, conversation_id: r.conversation_id, content: r.content, created_at: r.created_at.toISOString() });
+
+export class ConversationsService {
+  constructor(
+    private readonly deps: {
+      tx: Transactor;
+      conversations: ConversationsRepository;
+      messages: MessagesRepository;
+      users: UsersRepository;
+      outbox: Outbox;
+      clock: Clock;
+    },
+  ) {}
+
+  /** Conversations as the API shows them, with assignee names looked up in one go. */
+  async present(accountId: string, rows: ConversationRow[]): Promise<Conversation[]> {
+    const userIds = rows.filter((r) => r.assignee_type === 'user').map((r) => r.assignee_id!);
+    const teamIds = rows.filter((r) => r.assignee_type === 'team').map((r) => r.assignee_id!);
+    const names = await this.deps.users.namesOf(accountId, userIds, teamIds);
+    return rows.map((r) => ({
+      id: r.id,
+      contact_id: r.contact_id,
+      channel: r.channel,
+      status: r.status,
+      assigned_to:
+        r.assignee_type && r.assignee_id
+          ? { type: r.assignee_type, id: r.assignee_id, name: names.get(r.assignee_id) ?? '' }
+          : null,
+      messages: [],
+      created_at: r.created_at.toISOString(),
+      updated_at: r.updated_at.toISOString(),
+    }));
+  }
+
+  async list(scope: Scope, filter: ConversationFilter, page: PageRequest): Promise<PageResult<Conversation>> {
+    const { rows, total } = await this.deps.conversations.list(scope.accountId, filter, page);
+    return { data: await this.present(scope.accountId, rows), total, page: page.page };
+  }
+
+  async get(scope: Scope, id: string): Promise<Conversation> {
+    const row = await this.deps.conversations.find(scope.accountId, id);
+    if (!row) throw new NotFound('conversation', id);
+    const [[conversation], messages] = await Promise.all([
+      this.present(scope.accountId, [row]),
+      this.deps.messages.listForConversation(scope.accountId, id),
+    ]);
+    return { ...conversation!, messages: messages.map(toMessage) };
+  }
+
+  /** Assigns to exactly one user or team; reopens a resolved conversation. */
+  async assign(scope: Scope, id: string, body: AssignBody): Promise<Conversation> {
+    if ((body.user_id === undefined) === (body.team_id === undefined)) {
+      throw new ValidationError(body.user_id === undefined ? 'user_id' : 'team_id', 'give exactly one of user_id and team_id');
+    }
+    return this.deps.tx.run(scope, async (trx) => {
+      const current = await this.deps.conversations.lock(trx, scope.accountId, id);
+      if (!current) throw new NotFound('conversation', id);
+      const [type, assigneeId] = body.user_id !== undefined ? (['user', body.user_id] as const) : (['team', body.team_id!] as const);
+      const exists =
+        type === 'user'
+          ? await this.deps.users.findUser(scope.accountId, assigneeId, trx)
+          : await this.deps.users.findTeam(scope.accountId, assigneeId, trx);
+      if (!exists) throw new NotFound(type, assigneeId);
+      const row = await this.deps.conversations.update(trx, scope.accountId, id, {
+        assignee_type: type,
+        assignee_id: assigneeId,
+        status: 'open',
+        updated_at: this.deps.clock.now(),
+      });
+      const [conversation] = await this.present(scope.accountId, [row]);
+      await this.deps.outbox.record(trx, scope.accountId, 'conversation.assigned', conversation!);
+      return conversation!;
+    });
+  }
+
+  /** Resolving a resolved conversation changes nothing and emits nothing. */
+  async resolve(scope: Scope, id: string): Promise<Conversation> {
+    return this.deps.tx.run(scope, async (trx) => {
+      const current = await this.deps.conversations.lock(trx, scope.accountId, id);
+      if (!current) throw new NotFound('conversation', id);
+      if (current.status === 'resolved') return (await this.present(scope.accountId, [current]))[0]!;
+      const row = await this.deps.conversations.update(trx, scope.accountId, id, { status: 'resolved', updated_at: this.deps.clock.now() });
+      const [conversation] = await this.present(scope.accountId, [row]);
+      await this.deps.outbox.record(trx, scope.accountId, 'conversation.resolved', conversation!);
+      return conversation!;
+    });
+  }
+
+  /** Notes are for the team only: never sent, never among the messages. */
+  async addNote(scope: Scope, conversationId: string, content: string): Promise<Note> {
+    if (!(await this.deps.conversations.find(scope.accountId, conversationId))) throw new NotFound('conversation', conversationId);
+    const row: NoteRow = { account_id: scope.accountId, id: newId('note'), conversation_id: conversationId, content, created_at: this.deps.clock.now() };
+    await this.deps.conversations.insertNote(row);
+    return toNote(row);
+  }
+
+  async listNotes(scope: Scope, conversationId: string, page: PageRequest): Promise<PageResult<Note>> {
+    if (!(await this.deps.conversations.find(scope.accountId, conversationId))) throw new NotFound('conversation', conversationId);
+    const { rows, total } = await this.deps.conversations.listNotes(scope.accountId, conversationId, page);
+    return { data: rows.map(toNote), total, page: page.page };
+  }
+}

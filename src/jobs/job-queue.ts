@@ -1,0 +1,37 @@
+import type { Clock } from '../clock.js';
+import type { Tx } from '../db/database.js';
+import { newId } from '../ids.js';
+
+/** Job kind → its payload: ids and a version, never copies of data. */
+export interface JobPayloads {
+  'sandbox.status': { v: 1; message_id: string; status: 'delivered' | 'read' | 'failed'; reason?: string };
+}
+export type JobKind = keyof JobPayloads;
+
+/** Writes jobs inside the caller's transaction, so a job exists exactly when its cause committed. */
+export class JobQueue {
+  constructor(private readonly clock: Clock) {}
+
+  async enqueue<K extends JobKind>(
+    trx: Tx,
+    accountId: string,
+    kind: K,
+    payload: JobPayloads[K],
+    opts: { delayMs?: number } = {},
+  ): Promise<string> {
+    const now = this.clock.now();
+    const id = newId('job');
+    await trx
+      .insertInto('jobs')
+      .values({
+        account_id: accountId,
+        id,
+        kind,
+        payload: JSON.stringify(payload),
+        run_at: new Date(now.getTime() + (opts.delayMs ?? 0)),
+        created_at: now,
+      })
+      .execute();
+    return id;
+  }
+}

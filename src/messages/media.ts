@@ -1,0 +1,41 @@
+import { ValidationError } from '../errors.js';
+import { guardedFetch, OutboundError } from '../net/guarded-fetch.js';
+
+export const MEDIA_MAX_BYTES = 16 * 1024 * 1024;
+export const MEDIA_TIMEOUT_MS = 10_000;
+
+export interface FetchedMedia {
+  url: string;
+  contentType: string;
+  bytes: Buffer;
+}
+
+export type MediaFetcher = (url: string, kind: 'image' | 'document') => Promise<FetchedMedia>;
+
+/**
+ * Fetches `media_url` at send time, as SPEC.md asks, through the private-address guard; any
+ * failure is a 422 on `media_url` that says why.
+ */
+export function mediaFetcher(opts: { allowPrivate: boolean }): MediaFetcher {
+  return async (url, kind) => {
+    let res;
+    try {
+      res = await guardedFetch({ url, timeoutMs: MEDIA_TIMEOUT_MS, maxBytes: MEDIA_MAX_BYTES, maxRedirects: 3, allowPrivate: opts.allowPrivate });
+    } catch (err) {
+      const reason = err instanceof OutboundError ? err.message : 'could not be fetched';
+      throw new ValidationError('media_url', `could not be fetched: ${reason}`);
+    }
+    if (res.status < 200 || res.status >= 300) {
+      throw new ValidationError('media_url', `could not be fetched: the server answered ${res.status}`);
+    }
+    const contentType = String(res.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+    if (kind === 'image' && !contentType.startsWith('image/')) {
+      throw new ValidationError('media_url', `is not an image (Content-Type ${contentType || 'missing'})`);
+    }
+    if (kind === 'document' && (contentType === '' || contentType === 'text/html')) {
+      throw new ValidationError('media_url', `is not a document (Content-Type ${contentType || 'missing'})`);
+    }
+    if (res.body.length === 0) throw new ValidationError('media_url', 'is empty');
+    return { url: res.url, contentType, bytes: res.body };
+  };
+}

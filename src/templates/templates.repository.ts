@@ -1,0 +1,45 @@
+import type { Db, Tx } from '../db/database.js';
+import type { TemplateStatus, TemplatesTable } from '../db/schema.js';
+import { offsetOf, type PageRequest } from '../http/pagination.js';
+
+export type TemplateRow = { [K in keyof TemplatesTable]: K extends 'created_at' | 'updated_at' ? Date : TemplatesTable[K] };
+
+export class TemplatesRepository {
+  constructor(private readonly db: Db) {}
+
+  async insert(row: TemplateRow): Promise<void> {
+    await this.db.insertInto('templates').values(row).execute();
+  }
+
+  async find(accountId: string, id: string): Promise<TemplateRow | undefined> {
+    return this.db.selectFrom('templates').selectAll().where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
+  }
+
+  async findByName(accountId: string, name: string, trx: Tx | Db = this.db): Promise<TemplateRow | undefined> {
+    return trx.selectFrom('templates').selectAll().where('account_id', '=', accountId).where('name', '=', name).executeTakeFirst();
+  }
+
+  async list(accountId: string, page: PageRequest): Promise<{ rows: TemplateRow[]; total: number }> {
+    const q = this.db.selectFrom('templates').where('account_id', '=', accountId);
+    const [rows, count] = await Promise.all([
+      q.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(offsetOf(page)).execute(),
+      q.select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow(),
+    ]);
+    return { rows, total: Number(count.n) };
+  }
+
+  async setStatus(accountId: string, id: string, status: TemplateStatus, now: Date): Promise<TemplateRow | undefined> {
+    return this.db
+      .updateTable('templates')
+      .set({ status, updated_at: now })
+      .where('account_id', '=', accountId)
+      .where('id', '=', id)
+      .returningAll()
+      .executeTakeFirst();
+  }
+
+  async delete(accountId: string, id: string): Promise<boolean> {
+    const r = await this.db.deleteFrom('templates').where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
+    return r.numDeletedRows > 0n;
+  }
+}

@@ -1,0 +1,29 @@
+import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { pageRequest } from '../http/pagination.js';
+import { IdParams, Page, Success, errorResponses } from '../http/schemas.js';
+import type { TemplatesService } from './templates.service.js';
+import { CreateTemplateBody, ListTemplatesQuery, Template } from './templates.schema.js';
+
+export function templatesRoutes(app: FastifyInstance, templates: TemplatesService): void {
+  const r = app.withTypeProvider<TypeBoxTypeProvider>();
+  const tags = ['Templates'];
+
+  r.post('/templates', {
+    config: { successStatus: 201 },
+    schema: { tags, operationId: 'createTemplate', summary: 'Submit a message template (starts pending)', body: CreateTemplateBody, response: { 201: Template, ...errorResponses(409, 422) } },
+    handler: async (req, reply) => reply.code(201).send(await templates.create(req.scope, req.body)),
+  });
+  r.get('/templates', {
+    schema: { tags, operationId: 'listTemplates', summary: 'List templates, newest first', querystring: ListTemplatesQuery, response: { 200: Page(Template), ...errorResponses(422) } },
+    handler: (req) => templates.list(req.scope, pageRequest(req.query)),
+  });
+  r.get('/templates/:id', {
+    schema: { tags, operationId: 'getTemplate', summary: 'Get a template', params: IdParams, response: { 200: Template, ...errorResponses(404) } },
+    handler: (req) => templates.get(req.scope, req.params.id),
+  });
+  r.delete('/templates/:id', {
+    schema: { tags, operationId: 'deleteTemplate', summary: 'Delete a template (its name is free again)', params: IdParams, response: { 200: Success, ...errorResponses(404) } },
+    handler: (req) => templates.delete(req.scope, req.params.id),
+  });
+}
