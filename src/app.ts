@@ -37,6 +37,9 @@ import { TemplatesService } from './templates/templates.service.js';
 import { UsersRepository } from './users/users.repository.js';
 import { usersRoutes } from './users/users.routes.js';
 import { UsersService } from './users/users.service.js';
+import { WebhooksRepository } from './webhooks/webhooks.repository.js';
+import { webhooksRoutes } from './webhooks/webhooks.routes.js';
+import { WebhooksService } from './webhooks/webhooks.service.js';
 import { ErrorBody } from './http/schemas.js';
 import { validatorCompiler } from './http/validation.js';
 
@@ -90,8 +93,9 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     fetchMedia: deps.fetchMedia ?? mediaFetcher({ allowPrivate: config.allowPrivateTargets }),
     clock,
   });
+  const webhooks = new WebhooksService({ tx, webhooks: new WebhooksRepository(db), clock, allowPrivate: config.allowPrivateTargets });
   const jobHandlers: JobHandler[] = [sandboxStatusJob(messages) as JobHandler];
-  return { accounts, contacts, users, templates, conversations, messages, sandbox, jobHandlers };
+  return { accounts, contacts, users, templates, conversations, messages, sandbox, webhooks, jobHandlers };
 }
 export type Services = ReturnType<typeof buildServices>;
 
@@ -164,6 +168,7 @@ export async function buildApp(deps: AppDeps): Promise<{ app: FastifyInstance; s
       conversationsRoutes(v1, services.conversations);
       messagesRoutes(v1, services.messages);
       sandboxRoutes(v1, services);
+      webhooksRoutes(v1, services.webhooks);
     },
     { prefix: '/v1' },
   );

@@ -6,6 +6,7 @@ import { createDb, migrate, type Db } from './db/database.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './db/embedded-postgres.js';
 import { MemoryRateLimiter, RedisRateLimiter, type RateLimiter } from './http/rate-limiter.js';
 import { JobRunner } from './jobs/job-runner.js';
+import { WebhookDispatcher } from './webhooks/webhook-dispatcher.js';
 
 export interface Store {
   db: Db;
@@ -61,6 +62,9 @@ export async function startService(
   const runner = roles.workers
     ? new JobRunner({ db: store.db, clock: systemClock, log: app.log, handlers: services.jobHandlers })
     : null;
+  const dispatcher = roles.workers
+    ? new WebhookDispatcher({ db: store.db, clock: systemClock, log: app.log, allowPrivate: config.allowPrivateTargets })
+    : null;
   if (roles.api) {
     const boot = await services.accounts.bootstrapDefaultAccount();
     if (boot) {
@@ -73,11 +77,12 @@ export async function startService(
     await app.listen({ port: config.port, host: config.host });
   }
   runner?.start();
+  dispatcher?.start();
   app.log.info({ api: roles.api, workers: roles.workers }, 'switchboard started');
   return {
     app,
     stop: async () => {
-      await Promise.all([app.close(), runner?.stop()]);
+      await Promise.all([app.close(), runner?.stop(), dispatcher?.stop()]);
       await rateLimiter.close();
     },
   };

@@ -3,6 +3,7 @@ import pg from 'pg';
 import type { Tables } from './schema.js';
 import * as m001 from './migrations/001_foundation.js';
 import * as m002 from './migrations/002_inbox.js';
+import * as m003 from './migrations/003_webhooks.js';
 
 export type Db = Kysely<Tables>;
 export type Tx = Transaction<Tables>;
@@ -20,6 +21,7 @@ export function createDb(url: string, opts: { max?: number } = {}): Db {
 const migrations: Record<string, Migration> = {
   '001_foundation': m001,
   '002_inbox': m002,
+  '003_webhooks': m003,
 };
 
 /** Applies pending migrations; Kysely's migrator takes a lock, so concurrent starts are safe. */

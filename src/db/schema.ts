@@ -149,7 +149,48 @@ export interface JobsTable {
   created_at: Timestamp;
 }
 
+export interface WebhooksTable {
+  account_id: string;
+  id: string;
+  url: string;
+  events: string[];
+  secret: string;
+  status: 'active' | 'disabled';
+  disabled_reason: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface WebhookDeliveriesTable {
+  account_id: string;
+  webhook_id: string;
+  event_id: string;
+  event_type: string;
+  state: 'pending' | 'delivered' | 'failed';
+  attempts: Generated<number>;
+  next_attempt_at: Timestamp;
+  locked_until: Timestamp | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface WebhookAttemptsTable {
+  account_id: string;
+  id: string;
+  webhook_id: string;
+  event_id: string;
+  event_type: string;
+  attempt: number;
+  status_code: number | null;
+  error: string | null;
+  duration_ms: number;
+  created_at: Timestamp;
+}
+
 export interface Tables {
+  webhooks: WebhooksTable;
+  webhook_deliveries: WebhookDeliveriesTable;
+  webhook_attempts: WebhookAttemptsTable;
   users: UsersTable;
   teams: TeamsTable;
   templates: TemplatesTable;

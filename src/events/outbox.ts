@@ -1,9 +1,14 @@
+import { sql } from 'kysely';
 import type { Tx } from '../db/database.js';
 import type { Clock } from '../clock.js';
 import { newId } from '../ids.js';
 import type { EventPayloads, EventType } from './event-types.js';
 
-/** Writes events to the outbox table, always inside the transaction of the change they record. */
+/**
+ * Writes events to the outbox, always inside the transaction of the change they record, and
+ * queues one delivery per subscribed active webhook in the same transaction: an event exists,
+ * with its deliveries, exactly when its change committed.
+ */
 export class Outbox {
   constructor(private readonly clock: Clock) {}
 
@@ -14,16 +19,16 @@ export class Outbox {
     data: EventPayloads[E],
   ): Promise<string> {
     const id = newId('evt');
+    const now = this.clock.now();
     await trx
       .insertInto('events')
-      .values({
-        account_id: accountId,
-        id,
-        type,
-        data: JSON.stringify(data),
-        created_at: this.clock.now(),
-      })
+      .values({ account_id: accountId, id, type, data: JSON.stringify(data), created_at: now })
       .execute();
+    await sql`
+      INSERT INTO webhook_deliveries (account_id, webhook_id, event_id, event_type, state, next_attempt_at, created_at, updated_at)
+      SELECT account_id, id, ${id}, ${type}, 'pending', ${now}, ${now}, ${now}
+      FROM webhooks
+      WHERE account_id = ${accountId} AND status = 'active' AND ${type} = ANY(events)`.execute(trx);
     return id;
   }
 }

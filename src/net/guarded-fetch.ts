@@ -16,6 +16,10 @@ export interface GuardedRequest {
   /** 0 refuses redirects; each hop is checked like the first. */
   maxRedirects: number;
   allowPrivate: boolean;
+  /** Reuse connections (webhook delivery); each new connection still goes through the guard. */
+  agent?: https.Agent;
+  /** Read and drop the response body (only the status matters). */
+  discardBody?: boolean;
 }
 
 export interface GuardedResponse {
@@ -81,12 +85,13 @@ function once(req: GuardedRequest, url: URL): Promise<GuardedResponse> {
         headers: req.headers,
         lookup: guardedLookup(req.allowPrivate),
         timeout: req.timeoutMs,
-        agent: false,
+        agent: req.agent ?? false,
       },
       (res) => {
         const chunks: Buffer[] = [];
         let size = 0;
         res.on('data', (chunk: Buffer) => {
+          if (req.discardBody) return;
           size += chunk.length;
           if (size > req.maxBytes) {
             request.destroy(new OutboundError(`response is larger than ${req.maxBytes} bytes`, 'too_large'));

@@ -62,7 +62,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       id text COLLATE "C" NOT NULL,
       seq bigint GENERATED ALWAYS AS IDENTITY,
       type text NOT NULL,
-      data jsonb NOT NULL,
+      -- json, not jsonb: webhook bodies keep the key order the API uses.
+      data json NOT NULL,
       created_at timestamptz NOT NULL,
       PRIMARY KEY (account_id, id)
     )`.execute(db);

@@ -1,0 +1,292 @@
+import https from 'node:https';
+import type { FastifyBaseLogger } from 'fastify';
+import { sql } from 'kysely';
+import type { Clock } from '../clock.js';
+import type { Db } from '../db/database.js';
+import { newId } from '../ids.js';
+import { guardedFetch, OutboundError } from '../net/guarded-fetch.js';
+import { nextRetryDelayMs, parseRetryAfter } from './retry-policy.js';
+import { eventBody, serviceSignature, standardSignature } from './signing.js';
+
+export const DELIVERY_TIMEOUT_MS = 10_000;
+const DAY_MS = 86_400_000;
+
+export interface DispatcherOptions {
+  db: Db;
+  clock: Clock;
+  log: FastifyBaseLogger;
+  allowPrivate: boolean;
+  /** Deliveries in flight in this process, across all webhooks. */
+  maxInFlight?: number;
+  /** Deliveries in flight in this process for one webhook: a slow receiver holds at most this many slots. */
+  perWebhook?: number;
+  /** A claim's lease; a worker killed mid-delivery frees its deliveries when it ends. */
+  leaseMs?: number;
+  pollIntervalMs?: number;
+  /** Finished deliveries and attempt logs older than this are pruned. */
+  retentionMs?: number;
+  random?: () => number;
+}
+
+interface Claimed {
+  account_id: string;
+  webhook_id: string;
+  event_id: string;
+  attempts: number;
+  url: string;
+  secret: string;
+  type: string;
+  data: unknown;
+  created_at: Date;
+}
+
+type Outcome =
+  | { kind: 'delivered'; statusCode: number }
+  | { kind: 'failed'; statusCode: number | null; error: string; retryAfterMs?: number; gone?: boolean };
+
+/**
+ * Delivers queued webhook events: at least once, signed over the exact bytes sent, with the
+ * retry schedule, and with bounded concurrency per webhook so that one slow receiver never
+ * holds up the others. Any number of dispatchers can share the database.
+ */
+export class WebhookDispatcher {
+  private readonly maxInFlight: number;
+  private readonly perWebhook: number;
+  private readonly leaseMs: number;
+  private readonly pollIntervalMs: number;
+  private readonly retentionMs: number;
+  private readonly random: () => number;
+  private readonly agent = new https.Agent({ keepAlive: true, maxSockets: 64, maxFreeSockets: 64, timeout: 30_000 });
+  private readonly inFlight = new Map<string, number>();
+  private readonly pending = new Set<Promise<void>>();
+  private running = false;
+  private loop: Promise<void> | null = null;
+  private wake: (() => void) | null = null;
+  private lastPruneAt = 0;
+
+  constructor(private readonly opts: DispatcherOptions) {
+    this.maxInFlight = opts.maxInFlight ?? 128;
+    this.perWebhook = opts.perWebhook ?? 16;
+    this.leaseMs = opts.leaseMs ?? DELIVERY_TIMEOUT_MS + 20_000;
+    this.pollIntervalMs = opts.pollIntervalMs ?? 50;
+    this.retentionMs = opts.retentionMs ?? 7 * DAY_MS;
+    this.random = opts.random ?? Math.random;
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.loop = this.run();
+  }
+
+  /** Stops claiming and waits for deliveries in flight. */
+  async stop(): Promise<void> {
+    this.running = false;
+    this.wake?.();
+    await this.loop;
+    await Promise.all(this.pending);
+    this.agent.destroy();
+  }
+
+  /** Delivers everything due now and waits for it (tests and tools). Returns how many attempts ran. */
+  async drain(maxRounds = 1000): Promise<number> {
+    let total = 0;
+    for (let i = 0; i < maxRounds; i++) {
+      const n = await this.claimAndStart();
+      total += n;
+      await Promise.all(this.pending);
+      if (n === 0) break;
+    }
+    return total;
+  }
+
+  private get inFlightTotal(): number {
+    return this.pending.size;
+  }
+
+  private async run(): Promise<void> {
+    while (this.running) {
+      let claimed = 0;
+      try {
+        await this.pruneIfDue();
+        claimed = await this.claimAndStart();
+      } catch (err) {
+        this.opts.log.error({ err }, 'webhook dispatcher: claiming failed');
+      }
+      const full = this.inFlightTotal >= this.maxInFlight;
+      if ((claimed === 0 || full) && this.running) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, this.pollIntervalMs);
+          this.wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+        this.wake = null;
+      }
+    }
+  }
+
+  private async claimAndStart(): Promise<number> {
+    const free = this.maxInFlight - this.inFlightTotal;
+    if (free <= 0) return 0;
+    const busy = [...this.inFlight.entries()];
+    const now = this.opts.clock.now();
+    const lease = new Date(now.getTime() + this.leaseMs);
+    const result = await sql<Claimed>`
+      WITH RECURSIVE hooks AS (
+        (SELECT webhook_id FROM webhook_deliveries WHERE state = 'pending' ORDER BY webhook_id LIMIT 1)
+        UNION ALL
+        SELECT (SELECT d.webhook_id FROM webhook_deliveries d
+                WHERE d.state = 'pending' AND d.webhook_id > hooks.webhook_id
+                ORDER BY d.webhook_id LIMIT 1)
+        FROM hooks WHERE hooks.webhook_id IS NOT NULL
+      ),
+      busy AS (
+        SELECT * FROM unnest(${busy.map((b) => b[0])}::text[], ${busy.map((b) => Math.max(0, this.perWebhook - b[1]))}::int[]) AS b(webhook_id, slots)
+      ),
+      due AS (
+        SELECT x.account_id, x.webhook_id, x.event_id
+        FROM hooks
+        CROSS JOIN LATERAL (
+          SELECT d.account_id, d.webhook_id, d.event_id FROM webhook_deliveries d
+          WHERE d.webhook_id = hooks.webhook_id AND d.state = 'pending' AND d.next_attempt_at <= ${now}
+            AND (d.locked_until IS NULL OR d.locked_until < ${now})
+          ORDER BY d.next_attempt_at
+          LIMIT COALESCE((SELECT slots FROM busy WHERE busy.webhook_id = hooks.webhook_id), ${this.perWebhook})
+          FOR UPDATE SKIP LOCKED
+        ) x
+        WHERE hooks.webhook_id IS NOT NULL
+        LIMIT ${free}
+      )
+      UPDATE webhook_deliveries d
+      SET locked_until = ${lease}, attempts = d.attempts + 1, updated_at = ${now}
+      FROM due, webhooks w, events e
+      WHERE d.account_id = due.account_id AND d.webhook_id = due.webhook_id AND d.event_id = due.event_id
+        AND w.account_id = d.account_id AND w.id = d.webhook_id
+        AND e.account_id = d.account_id AND e.id = d.event_id
+      RETURNING d.account_id, d.webhook_id, d.event_id, d.attempts, w.url, w.secret, e.type, e.data, e.created_at`.execute(this.opts.db);
+
+    for (const claimed of result.rows) {
+      this.inFlight.set(claimed.webhook_id, (this.inFlight.get(claimed.webhook_id) ?? 0) + 1);
+      const task = this.deliver(claimed)
+        .catch((err: unknown) => this.opts.log.error({ err, webhook: claimed.webhook_id }, 'webhook delivery bookkeeping failed'))
+        .finally(() => {
+          const left = (this.inFlight.get(claimed.webhook_id) ?? 1) - 1;
+          if (left <= 0) this.inFlight.delete(claimed.webhook_id);
+          else this.inFlight.set(claimed.webhook_id, left);
+          this.pending.delete(task);
+          this.wake?.();
+        });
+      this.pending.add(task);
+    }
+    return result.rows.length;
+  }
+
+  private async deliver(d: Claimed): Promise<void> {
+    const body = eventBody({ id: d.event_id, type: d.type, created_at: new Date(d.created_at), data: d.data });
+    const started = this.opts.clock.now();
+    const timestamp = Math.floor(started.getTime() / 1000);
+    const t0 = performance.now();
+    let outcome: Outcome;
+    try {
+      const res = await guardedFetch({
+        url: d.url,
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'user-agent': 'Switchboard-Webhooks/1.0',
+          'x-service-signature': serviceSignature(d.secret, body),
+          'x-service-event-id': d.event_id,
+          'x-service-delivery-attempt': String(d.attempts),
+          'webhook-id': d.event_id,
+          'webhook-timestamp': String(timestamp),
+          'webhook-signature': standardSignature(d.secret, d.event_id, timestamp, body),
+        },
+        body,
+        timeoutMs: DELIVERY_TIMEOUT_MS,
+        maxBytes: 0,
+        discardBody: true,
+        maxRedirects: 0,
+        allowPrivate: this.opts.allowPrivate,
+        agent: this.agent,
+      });
+      if (res.status >= 200 && res.status < 300) outcome = { kind: 'delivered', statusCode: res.status };
+      else
+        outcome = {
+          kind: 'failed',
+          statusCode: res.status,
+          error: res.status >= 300 && res.status < 400 ? `redirect (${res.status}) not followed` : `HTTP ${res.status}`,
+          retryAfterMs: parseRetryAfter(res.headers['retry-after'], started),
+          gone: res.status === 410,
+        };
+    } catch (err) {
+      outcome = { kind: 'failed', statusCode: null, error: err instanceof OutboundError ? err.message : 'network error' };
+    }
+    await this.record(d, outcome, Math.round(performance.now() - t0));
+  }
+
+  private async record(d: Claimed, outcome: Outcome, durationMs: number): Promise<void> {
+    const now = this.opts.clock.now();
+    const key = { account_id: d.account_id, webhook_id: d.webhook_id, event_id: d.event_id };
+    await this.opts.db.transaction().execute(async (trx) => {
+      let state: 'delivered' | 'pending' | 'failed' = 'delivered';
+      let nextAttemptAt = now;
+      if (outcome.kind === 'failed') {
+        const delay = outcome.gone ? undefined : nextRetryDelayMs(d.attempts, outcome.retryAfterMs, this.random);
+        state = delay === undefined ? 'failed' : 'pending';
+        if (delay !== undefined) nextAttemptAt = new Date(now.getTime() + delay);
+      }
+      const updated = await trx
+        .updateTable('webhook_deliveries')
+        .set({ state, next_attempt_at: nextAttemptAt, locked_until: null, updated_at: now })
+        .where((eb) => eb.and(key))
+        .executeTakeFirst();
+      // Deleted meanwhile: nothing to record.
+      if (updated.numUpdatedRows === 0n) return;
+      await trx
+        .insertInto('webhook_attempts')
+        .values({
+          account_id: d.account_id,
+          id: newId('dlv'),
+          webhook_id: d.webhook_id,
+          event_id: d.event_id,
+          event_type: d.type,
+          attempt: d.attempts,
+          status_code: outcome.statusCode,
+          error: outcome.kind === 'failed' ? outcome.error.slice(0, 500) : null,
+          duration_ms: durationMs,
+          created_at: now,
+        })
+        .execute();
+      if (outcome.kind === 'failed' && outcome.gone) {
+        // 410 Gone: the receiver says this endpoint is no more.
+        await trx
+          .updateTable('webhooks')
+          .set({ status: 'disabled', disabled_reason: 'the receiver answered 410 Gone', updated_at: now })
+          .where('account_id', '=', d.account_id)
+          .where('id', '=', d.webhook_id)
+          .execute();
+        await trx
+          .updateTable('webhook_deliveries')
+          .set({ state: 'failed', locked_until: null, updated_at: now })
+          .where('account_id', '=', d.account_id)
+          .where('webhook_id', '=', d.webhook_id)
+          .where('state', '=', 'pending')
+          .execute();
+      }
+    });
+    if (outcome.kind === 'failed') {
+      this.opts.log.info({ webhook: d.webhook_id, event: d.event_id, attempt: d.attempts, status: outcome.statusCode, error: outcome.error }, 'webhook delivery failed');
+    }
+  }
+
+  private async pruneIfDue(): Promise<void> {
+    const now = this.opts.clock.now().getTime();
+    if (now - this.lastPruneAt < 600_000) return;
+    this.lastPruneAt = now;
+    const before = new Date(now - this.retentionMs);
+    await this.opts.db.deleteFrom('webhook_deliveries').where('state', '<>', 'pending').where('updated_at', '<', before).execute();
+    await this.opts.db.deleteFrom('webhook_attempts').where('created_at', '<', before).execute();
+  }
+}

@@ -1,0 +1,82 @@
+import { sql } from 'kysely';
+import type { Db, Tx } from '../db/database.js';
+import type { WebhookAttemptsTable, WebhooksTable } from '../db/schema.js';
+import { offsetOf, type PageRequest } from '../http/pagination.js';
+
+type Dated<T> = { [K in keyof T]: K extends 'created_at' | 'updated_at' ? Date : T[K] };
+export type WebhookRow = Dated<WebhooksTable>;
+export type AttemptRow = Dated<WebhookAttemptsTable>;
+
+export class WebhooksRepository {
+  constructor(private readonly db: Db) {}
+
+  /** Serialises webhook creation per account, so the per-account cap holds under concurrency. */
+  async lockAccount(trx: Tx, accountId: string): Promise<void> {
+    await trx.selectFrom('accounts').select('id').where('id', '=', accountId).forUpdate().execute();
+  }
+
+  async count(trx: Tx, accountId: string): Promise<number> {
+    const r = await trx.selectFrom('webhooks').select((eb) => eb.fn.countAll<string>().as('n')).where('account_id', '=', accountId).executeTakeFirstOrThrow();
+    return Number(r.n);
+  }
+
+  async insert(trx: Tx, row: WebhookRow): Promise<void> {
+    await trx.insertInto('webhooks').values(row).execute();
+  }
+
+  async find(accountId: string, id: string, trx: Tx | Db = this.db): Promise<WebhookRow | undefined> {
+    return trx.selectFrom('webhooks').selectAll().where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
+  }
+
+  async listAll(accountId: string): Promise<WebhookRow[]> {
+    return this.db.selectFrom('webhooks').selectAll().where('account_id', '=', accountId).orderBy('created_at').orderBy('id').execute();
+  }
+
+  async update(trx: Tx, accountId: string, id: string, patch: Partial<Pick<WebhookRow, 'events' | 'status' | 'disabled_reason' | 'updated_at'>>): Promise<WebhookRow | undefined> {
+    return trx.updateTable('webhooks').set(patch).where('account_id', '=', accountId).where('id', '=', id).returningAll().executeTakeFirst();
+  }
+
+  /** Removes the webhook with everything queued or logged for it: deliveries stop at once. */
+  async delete(trx: Tx, accountId: string, id: string): Promise<boolean> {
+    const r = await trx.deleteFrom('webhooks').where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
+    if (r.numDeletedRows === 0n) return false;
+    await trx.deleteFrom('webhook_deliveries').where('account_id', '=', accountId).where('webhook_id', '=', id).execute();
+    await trx.deleteFrom('webhook_attempts').where('account_id', '=', accountId).where('webhook_id', '=', id).execute();
+    return true;
+  }
+
+  /** Gives up what is still queued for a webhook that no longer takes deliveries. */
+  async failPending(trx: Tx, accountId: string, webhookId: string, now: Date): Promise<void> {
+    await trx
+      .updateTable('webhook_deliveries')
+      .set({ state: 'failed', locked_until: null, updated_at: now })
+      .where('account_id', '=', accountId)
+      .where('webhook_id', '=', webhookId)
+      .where('state', '=', 'pending')
+      .execute();
+  }
+
+  async listAttempts(accountId: string, webhookId: string, page: PageRequest): Promise<{ rows: AttemptRow[]; total: number }> {
+    const q = this.db.selectFrom('webhook_attempts').where('account_id', '=', accountId).where('webhook_id', '=', webhookId);
+    const [rows, count] = await Promise.all([
+      q.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(offsetOf(page)).execute(),
+      q.select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow(),
+    ]);
+    return { rows, total: Number(count.n) };
+  }
+
+  async findAttempt(accountId: string, webhookId: string, id: string): Promise<AttemptRow | undefined> {
+    return this.db.selectFrom('webhook_attempts').selectAll().where('account_id', '=', accountId).where('webhook_id', '=', webhookId).where('id', '=', id).executeTakeFirst();
+  }
+
+  /** Queues (again) the delivery of an event to a webhook, due now; false when the event is gone. */
+  async requeue(trx: Tx, accountId: string, webhookId: string, eventId: string, now: Date): Promise<boolean> {
+    const r = await sql`
+      INSERT INTO webhook_deliveries (account_id, webhook_id, event_id, event_type, state, next_attempt_at, created_at, updated_at)
+      SELECT account_id, ${webhookId}, id, type, 'pending', ${now}, ${now}, ${now}
+      FROM events WHERE account_id = ${accountId} AND id = ${eventId}
+      ON CONFLICT (account_id, webhook_id, event_id)
+      DO UPDATE SET state = 'pending', next_attempt_at = ${now}, locked_until = NULL, updated_at = ${now}`.execute(trx);
+    return (r.numAffectedRows ?? 0n) > 0n;
+  }
+}

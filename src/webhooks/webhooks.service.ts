@@ -1,0 +1,125 @@
+import net from 'node:net';
+import type { Clock } from '../clock.js';
+import type { Scope, Transactor } from '../db/transactor.js';
+import { AppError, Conflict, NotFound, ValidationError } from '../errors.js';
+import type { PageRequest, PageResult } from '../http/pagination.js';
+import { newId } from '../ids.js';
+import { isPrivateAddress } from '../net/address-guard.js';
+import { newWebhookSecret } from './signing.js';
+import type { AttemptRow, WebhookRow, WebhooksRepository } from './webhooks.repository.js';
+import type { CreateWebhookBody, DeliveryAttempt, UpdateWebhookBody, Webhook, WebhookWithSecret } from './webhooks.schema.js';
+
+export const MAX_WEBHOOKS_PER_ACCOUNT = 20;
+
+const toWebhook = (r: WebhookRow): Webhook => ({ id: r.id, url: r.url, events: r.events, status: r.status, created_at: r.created_at.toISOString() });
+
+const toAttempt = (r: AttemptRow): DeliveryAttempt => ({
+  id: r.id,
+  event_id: r.event_id,
+  event: r.event_type,
+  attempt: r.attempt,
+  status_code: r.status_code,
+  error: r.error,
+  duration_ms: r.duration_ms,
+  created_at: r.created_at.toISOString(),
+});
+
+/** Registration checks; where the name resolves is checked again at every delivery. */
+function checkUrl(raw: string, allowPrivate: boolean): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ValidationError('url', 'is not a valid URL');
+  }
+  if (url.protocol !== 'https:') throw new ValidationError('url', 'must start with https://');
+  if (url.username || url.password) throw new ValidationError('url', 'must not contain credentials');
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  if (!allowPrivate && (host === 'localhost' || (net.isIP(host) && isPrivateAddress(host)))) {
+    throw new ValidationError('url', 'must not point to a private, loopback or link-local address');
+  }
+  return url.href;
+}
+
+export class WebhooksService {
+  constructor(private readonly deps: { tx: Transactor; webhooks: WebhooksRepository; clock: Clock; allowPrivate: boolean }) {}
+
+  async create(scope: Scope, input: CreateWebhookBody): Promise<WebhookWithSecret> {
+    const url = checkUrl(input.url, this.deps.allowPrivate);
+    return this.deps.tx.run(scope, async (trx) => {
+      await this.deps.webhooks.lockAccount(trx, scope.accountId);
+      if ((await this.deps.webhooks.count(trx, scope.accountId)) >= MAX_WEBHOOKS_PER_ACCOUNT) {
+        throw new AppError('validation_error', `an account can have at most ${MAX_WEBHOOKS_PER_ACCOUNT} webhooks`, 422, [
+          { field: 'url', issue: `at most ${MAX_WEBHOOKS_PER_ACCOUNT} webhooks per account` },
+        ]);
+      }
+      const now = this.deps.clock.now();
+      const row: WebhookRow = {
+        account_id: scope.accountId,
+        id: newId('wh'),
+        url,
+        events: input.events,
+        secret: newWebhookSecret(),
+        status: 'active',
+        disabled_reason: null,
+        created_at: now,
+        updated_at: now,
+      };
+      await this.deps.webhooks.insert(trx, row);
+      return { ...toWebhook(row), secret: row.secret };
+    });
+  }
+
+  async list(scope: Scope): Promise<PageResult<Webhook>> {
+    const rows = await this.deps.webhooks.listAll(scope.accountId);
+    return { data: rows.map(toWebhook), total: rows.length, page: 1 };
+  }
+
+  async get(scope: Scope, id: string): Promise<Webhook> {
+    const row = await this.deps.webhooks.find(scope.accountId, id);
+    if (!row) throw new NotFound('webhook', id);
+    return toWebhook(row);
+  }
+
+  async update(scope: Scope, id: string, input: UpdateWebhookBody): Promise<Webhook> {
+    return this.deps.tx.run(scope, async (trx) => {
+      const now = this.deps.clock.now();
+      const row = await this.deps.webhooks.update(trx, scope.accountId, id, {
+        ...(input.events ? { events: input.events } : {}),
+        ...(input.status ? { status: input.status, disabled_reason: input.status === 'disabled' ? 'disabled through the API' : null } : {}),
+        updated_at: now,
+      });
+      if (!row) throw new NotFound('webhook', id);
+      if (input.status === 'disabled') await this.deps.webhooks.failPending(trx, scope.accountId, id, now);
+      return toWebhook(row);
+    });
+  }
+
+  async delete(scope: Scope, id: string): Promise<{ success: true }> {
+    return this.deps.tx.run(scope, async (trx) => {
+      if (!(await this.deps.webhooks.delete(trx, scope.accountId, id))) throw new NotFound('webhook', id);
+      return { success: true as const };
+    });
+  }
+
+  async listAttempts(scope: Scope, webhookId: string, page: PageRequest): Promise<PageResult<DeliveryAttempt>> {
+    await this.get(scope, webhookId);
+    const { rows, total } = await this.deps.webhooks.listAttempts(scope.accountId, webhookId, page);
+    return { data: rows.map(toAttempt), total, page: page.page };
+  }
+
+  /** Sends the event of a logged attempt again, now, whatever became of it. */
+  async retry(scope: Scope, webhookId: string, attemptId: string): Promise<{ success: true }> {
+    const webhook = await this.deps.webhooks.find(scope.accountId, webhookId);
+    if (!webhook) throw new NotFound('webhook', webhookId);
+    if (webhook.status !== 'active') throw new Conflict('the webhook is disabled; re-enable it with PATCH first');
+    const attempt = await this.deps.webhooks.findAttempt(scope.accountId, webhookId, attemptId);
+    if (!attempt) throw new NotFound('delivery', attemptId);
+    return this.deps.tx.run(scope, async (trx) => {
+      if (!(await this.deps.webhooks.requeue(trx, scope.accountId, webhookId, attempt.event_id, this.deps.clock.now()))) {
+        throw new NotFound('event', attempt.event_id);
+      }
+      return { success: true as const };
+    });
+  }
+}
