@@ -37,6 +37,10 @@ import { TemplatesService } from './templates/templates.service.js';
 import { UsersRepository } from './users/users.repository.js';
 import { usersRoutes } from './users/users.routes.js';
 import { UsersService } from './users/users.service.js';
+import { broadcastSendJob } from './broadcasts/broadcast-send.job.js';
+import { BroadcastsRepository } from './broadcasts/broadcasts.repository.js';
+import { broadcastsRoutes } from './broadcasts/broadcasts.routes.js';
+import { BroadcastsService } from './broadcasts/broadcasts.service.js';
 import { WebhooksRepository } from './webhooks/webhooks.repository.js';
 import { webhooksRoutes } from './webhooks/webhooks.routes.js';
 import { WebhooksService } from './webhooks/webhooks.service.js';
@@ -48,7 +52,14 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export type AppConfig = Pick<
   Config,
-  'adminToken' | 'logLevel' | 'allowPrivateTargets' | 'sandboxAutoAdvance' | 'sandboxDeliveredAfterMs' | 'sandboxReadAfterMs'
+  | 'adminToken'
+  | 'logLevel'
+  | 'allowPrivateTargets'
+  | 'sandboxAutoAdvance'
+  | 'sandboxDeliveredAfterMs'
+  | 'sandboxReadAfterMs'
+  | 'broadcastRatePerSecond'
+  | 'broadcastBatchSize'
 >;
 
 export interface AppDeps {
@@ -69,6 +80,7 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
   const usersRepo = new UsersRepository(db);
   const conversationsRepo = new ConversationsRepository(db);
   const messagesRepo = new MessagesRepository(db);
+  const broadcastsRepo = new BroadcastsRepository(db);
 
   const accounts = new AccountsService({ db, accounts: new AccountsRepository(db), clock });
   const contacts = new ContactsService({ tx, contacts: new ContactsRepository(db), outbox, clock });
@@ -89,13 +101,25 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     contacts,
     templates,
     providers,
+    broadcasts: broadcastsRepo,
     outbox,
     fetchMedia: deps.fetchMedia ?? mediaFetcher({ allowPrivate: config.allowPrivateTargets }),
     clock,
   });
   const webhooks = new WebhooksService({ tx, webhooks: new WebhooksRepository(db), clock, allowPrivate: config.allowPrivateTargets });
-  const jobHandlers: JobHandler[] = [sandboxStatusJob(messages) as JobHandler];
-  return { accounts, contacts, users, templates, conversations, messages, sandbox, webhooks, jobHandlers };
+  const broadcasts = new BroadcastsService({
+    tx,
+    broadcasts: broadcastsRepo,
+    messages,
+    templates,
+    jobs,
+    outbox,
+    clock,
+    batchSize: config.broadcastBatchSize,
+    ratePerSecond: config.broadcastRatePerSecond,
+  });
+  const jobHandlers = [sandboxStatusJob(messages), broadcastSendJob(broadcasts)] as JobHandler[];
+  return { accounts, contacts, users, templates, conversations, messages, sandbox, webhooks, broadcasts, jobHandlers };
 }
 export type Services = ReturnType<typeof buildServices>;
 
@@ -169,6 +193,7 @@ export async function buildApp(deps: AppDeps): Promise<{ app: FastifyInstance; s
       messagesRoutes(v1, services.messages);
       sandboxRoutes(v1, services);
       webhooksRoutes(v1, services.webhooks);
+      broadcastsRoutes(v1, services.broadcasts);
     },
     { prefix: '/v1' },
   );

@@ -13,6 +13,10 @@ export interface Config {
   sandboxAutoAdvance: boolean;
   sandboxDeliveredAfterMs: number;
   sandboxReadAfterMs: number;
+  /** Broadcast messages per second per channel; 0 means no limit. */
+  broadcastRatePerSecond: Record<'whatsapp' | 'instagram' | 'messenger' | 'webchat', number>;
+  /** Recipients per broadcast batch (one transaction each). */
+  broadcastBatchSize: number;
 }
 
 export class ConfigError extends Error {}
@@ -74,5 +78,12 @@ export function loadConfig(env: Env = process.env): Config {
     sandboxAutoAdvance: readBool(env, 'SANDBOX_AUTO_ADVANCE', true),
     sandboxDeliveredAfterMs: readInt(env, 'SANDBOX_DELIVERED_AFTER_MS', 1000, 0, 86_400_000),
     sandboxReadAfterMs: readInt(env, 'SANDBOX_READ_AFTER_MS', 3000, 0, 86_400_000),
+    broadcastRatePerSecond: {
+      whatsapp: readInt(env, 'BROADCAST_RATE_WHATSAPP', 0, 0, 100_000),
+      instagram: readInt(env, 'BROADCAST_RATE_INSTAGRAM', 0, 0, 100_000),
+      messenger: readInt(env, 'BROADCAST_RATE_MESSENGER', 0, 0, 100_000),
+      webchat: readInt(env, 'BROADCAST_RATE_WEBCHAT', 0, 0, 100_000),
+    },
+    broadcastBatchSize: readInt(env, 'BROADCAST_BATCH_SIZE', 500, 1, 10_000),
   };
 }

@@ -43,7 +43,8 @@ export interface ParsedWebhook {
 /** One messaging provider: translates our messages into its API, and its callbacks into ours. */
 export interface ChannelProvider {
   readonly name: string;
-  send(ctx: SendContext, message: OutboundMessage): Promise<{ providerMessageId: string }>;
+  /** Hands messages to the provider, in order; one result per message. Throws when it refuses them. */
+  send(ctx: SendContext, messages: OutboundMessage[]): Promise<{ providerMessageId: string }[]>;
   parseWebhook(body: unknown): ParsedWebhook;
 }
 

@@ -44,6 +44,32 @@ export class ConversationsRepository {
       .executeTakeFirstOrThrow();
   }
 
+  /** lockOrCreate for many contacts of one channel at once, keyed by contact id. */
+  async lockOrCreateMany(trx: Tx, accountId: string, contactIds: string[], channel: Channel, now: Date): Promise<Map<string, ConversationRow>> {
+    if (contactIds.length === 0) return new Map();
+    await trx
+      .insertInto('conversations')
+      .values(contactIds.map((contactId) => ({ account_id: accountId, id: newId('conv'), contact_id: contactId, channel, status: 'open' as const, assignee_type: null, assignee_id: null, last_inbound_at: null, created_at: now, updated_at: now })))
+      .onConflict((oc) => oc.columns(['account_id', 'contact_id', 'channel']).doNothing())
+      .execute();
+    const rows = await trx
+      .selectFrom('conversations')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .where('channel', '=', channel)
+      .where('contact_id', 'in', contactIds)
+      .orderBy('id')
+      .forUpdate()
+      .execute();
+    return new Map(rows.map((r) => [r.contact_id, r]));
+  }
+
+  /** Sending counts as activity and reopens a resolved conversation. */
+  async touchOpen(trx: Tx, accountId: string, ids: string[], now: Date): Promise<void> {
+    if (ids.length === 0) return;
+    await trx.updateTable('conversations').set({ status: 'open', updated_at: now }).where('account_id', '=', accountId).where('id', 'in', ids).execute();
+  }
+
   async update(
     trx: Tx,
     accountId: string,

@@ -4,6 +4,7 @@ import type { Tables } from './schema.js';
 import * as m001 from './migrations/001_foundation.js';
 import * as m002 from './migrations/002_inbox.js';
 import * as m003 from './migrations/003_webhooks.js';
+import * as m004 from './migrations/004_broadcasts.js';
 
 export type Db = Kysely<Tables>;
 export type Tx = Transaction<Tables>;
@@ -22,6 +23,7 @@ const migrations: Record<string, Migration> = {
   '001_foundation': m001,
   '002_inbox': m002,
   '003_webhooks': m003,
+  '004_broadcasts': m004,
 };
 
 /** Applies pending migrations; Kysely's migrator takes a lock, so concurrent starts are safe. */

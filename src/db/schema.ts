@@ -125,6 +125,7 @@ export interface MessagesTable {
   status: MessageStatus;
   failure_reason: string | null;
   provider_message_id: string | null;
+  broadcast_id: string | null;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -187,7 +188,58 @@ export interface WebhookAttemptsTable {
   created_at: Timestamp;
 }
 
+export type BroadcastStatus = 'draft' | 'scheduled' | 'sending' | 'sent' | 'failed';
+
+export interface BroadcastAudience {
+  tags?: string[];
+  lifecycle_stage?: string;
+  all?: boolean;
+}
+
+export interface BroadcastMessage {
+  type: 'text' | 'template';
+  content?: string;
+  template_name?: string;
+  template_params?: string[];
+}
+
+export interface BroadcastsTable {
+  account_id: string;
+  id: string;
+  name: string;
+  channel: Channel;
+  audience: Json<BroadcastAudience>;
+  message: Json<BroadcastMessage>;
+  status: BroadcastStatus;
+  scheduled_at: Timestamp | null;
+  started_at: Timestamp | null;
+  completed_at: Timestamp | null;
+  rendered_content: string | null;
+  failure_reason: string | null;
+  cursor: string | null;
+  sent: Generated<number>;
+  delivered: Generated<number>;
+  read: Generated<number>;
+  replied: Generated<number>;
+  failed: Generated<number>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface BroadcastRecipientsTable {
+  account_id: string;
+  broadcast_id: string;
+  contact_id: string;
+  conversation_id: string | null;
+  message_id: string | null;
+  failure_reason: string | null;
+  replied_at: Timestamp | null;
+  created_at: Timestamp;
+}
+
 export interface Tables {
+  broadcasts: BroadcastsTable;
+  broadcast_recipients: BroadcastRecipientsTable;
   webhooks: WebhooksTable;
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_attempts: WebhookAttemptsTable;

@@ -1,14 +1,17 @@
+import type { Broadcast } from '../broadcasts/broadcasts.schema.js';
 import type { Contact } from '../contacts/contacts.schema.js';
+import type { Conversation } from '../conversations/conversations.schema.js';
+import type { Message } from '../messages/messages.schema.js';
 
 /** Event name → the shape of its `data` (the resource as the API returns it). */
 export interface EventPayloads {
   'contact.created': Contact;
-  'message.received': unknown;
-  'message.delivered': unknown;
-  'message.read': unknown;
-  'conversation.assigned': unknown;
-  'conversation.resolved': unknown;
-  'broadcast.completed': unknown;
+  'message.received': Message;
+  'message.delivered': Message;
+  'message.read': Message;
+  'conversation.assigned': Conversation;
+  'conversation.resolved': Conversation;
+  'broadcast.completed': Broadcast;
 }
 
 export type EventType = keyof EventPayloads;

@@ -5,12 +5,33 @@ import { newId } from '../ids.js';
 /** Job kind → its payload: ids and a version, never copies of data. */
 export interface JobPayloads {
   'sandbox.status': { v: 1; message_id: string; status: 'delivered' | 'read' | 'failed'; reason?: string };
+  /** Starts a scheduled broadcast at its time, then sends it batch by batch. */
+  'broadcast.send': { v: 1; broadcast_id: string };
 }
 export type JobKind = keyof JobPayloads;
 
 /** Writes jobs inside the caller's transaction, so a job exists exactly when its cause committed. */
 export class JobQueue {
   constructor(private readonly clock: Clock) {}
+
+  /** Many jobs in one statement (a broadcast batch queues thousands). */
+  async enqueueMany(trx: Tx, jobs: { accountId: string; kind: JobKind; payload: JobPayloads[JobKind]; delayMs?: number }[]): Promise<void> {
+    if (jobs.length === 0) return;
+    const now = this.clock.now();
+    await trx
+      .insertInto('jobs')
+      .values(
+        jobs.map((j) => ({
+          account_id: j.accountId,
+          id: newId('job'),
+          kind: j.kind,
+          payload: JSON.stringify(j.payload),
+          run_at: new Date(now.getTime() + (j.delayMs ?? 0)),
+          created_at: now,
+        })),
+      )
+      .execute();
+  }
 
   async enqueue<K extends JobKind>(
     trx: Tx,

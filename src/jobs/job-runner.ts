@@ -12,8 +12,15 @@ export interface ClaimedJob<K extends JobKind = JobKind> {
   attempts: number;
 }
 
-/** What a handler says happened; anything thrown counts as a retryable failure. */
-export type JobOutcome = { status: 'done' } | { status: 'retry'; afterMs: number; error: string };
+/**
+ * What a handler says happened: done; `continue` (more to do: run again after `afterMs`, a
+ * fresh start for the retry count); or `retry` after a failure. Anything thrown is a failure
+ * retried on the handler's schedule.
+ */
+export type JobOutcome =
+  | { status: 'done' }
+  | { status: 'continue'; afterMs: number }
+  | { status: 'retry'; afterMs: number; error: string };
 
 export interface JobHandler<K extends JobKind = JobKind> {
   kind: K;
@@ -29,7 +36,8 @@ export interface JobRunnerOptions {
   handlers: JobHandler[];
   /** How long a claim holds a job; a worker killed mid-job frees it when the lease ends. */
   leaseMs?: number;
-  batchSize?: number;
+  /** Jobs running at once in this process. */
+  concurrency?: number;
   pollIntervalMs?: number;
 }
 
@@ -37,16 +45,19 @@ export interface JobRunnerOptions {
 export class JobRunner {
   private readonly handlers = new Map<string, JobHandler>();
   private readonly leaseMs: number;
-  private readonly batchSize: number;
+  private readonly concurrency: number;
   private readonly pollIntervalMs: number;
+  private readonly inFlight = new Set<Promise<void>>();
+  /** The lease each claim set: the job is this runner's only while locked_until still equals it. */
+  private readonly leases = new WeakMap<ClaimedJob, Date>();
   private running = false;
   private loop: Promise<void> | null = null;
   private wake: (() => void) | null = null;
 
   constructor(private readonly opts: JobRunnerOptions) {
-    for (const h of opts.handlers) this.handlers.set(h.kind, h as JobHandler);
+    for (const h of opts.handlers) this.handlers.set(h.kind, h);
     this.leaseMs = opts.leaseMs ?? 60_000;
-    this.batchSize = opts.batchSize ?? 50;
+    this.concurrency = opts.concurrency ?? 32;
     this.pollIntervalMs = opts.pollIntervalMs ?? 100;
   }
 
@@ -62,13 +73,15 @@ export class JobRunner {
     this.wake?.();
     await this.loop;
     this.loop = null;
+    await Promise.all(this.inFlight);
   }
 
   /** Runs every job due now, until none is left (for tests and one-shot maintenance). */
   async drain(maxRounds = 1000): Promise<number> {
     let total = 0;
     for (let i = 0; i < maxRounds; i++) {
-      const n = await this.runBatch();
+      const n = await this.claimAndStart();
+      await Promise.all(this.inFlight);
       total += n;
       if (n === 0) break;
     }
@@ -79,11 +92,11 @@ export class JobRunner {
     while (this.running) {
       let n = 0;
       try {
-        n = await this.runBatch();
+        n = await this.claimAndStart();
       } catch (err) {
         this.opts.log.error({ err }, 'job runner: claiming jobs failed');
       }
-      if (n < this.batchSize && this.running) {
+      if ((n === 0 || this.inFlight.size >= this.concurrency) && this.running) {
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, this.pollIntervalMs);
           this.wake = () => {
@@ -96,34 +109,49 @@ export class JobRunner {
     }
   }
 
-  private async runBatch(): Promise<number> {
-    const now = this.opts.clock.now();
-    const claimed = await this.claim(now);
-    await Promise.all(claimed.map((job) => this.execute(job)));
+  /** Claims as many due jobs as there are free slots and starts them without waiting. */
+  private async claimAndStart(): Promise<number> {
+    const free = this.concurrency - this.inFlight.size;
+    if (free <= 0) return 0;
+    const claimed = await this.claim(this.opts.clock.now(), free);
+    for (const job of claimed) {
+      const task = this.execute(job)
+        .catch((err: unknown) => this.opts.log.error({ err, job: { id: job.id, kind: job.kind } }, 'job bookkeeping failed'))
+        .finally(() => {
+          this.inFlight.delete(task);
+          this.wake?.();
+        });
+      this.inFlight.add(task);
+    }
     return claimed.length;
   }
 
-  private async claim(now: Date): Promise<ClaimedJob[]> {
+  private async claim(now: Date, limit: number): Promise<ClaimedJob[]> {
     const kinds = [...this.handlers.keys()];
     if (kinds.length === 0) return [];
+    const lease = new Date(now.getTime() + this.leaseMs);
     const rows = await sql<{ account_id: string; id: string; kind: JobKind; payload: unknown; attempts: number }>`
-      UPDATE jobs SET locked_until = ${new Date(now.getTime() + this.leaseMs)}, attempts = jobs.attempts + 1
+      UPDATE jobs SET locked_until = ${lease}, attempts = jobs.attempts + 1
       FROM (
         SELECT account_id, id FROM jobs
         WHERE run_at <= ${now} AND (locked_until IS NULL OR locked_until < ${now}) AND kind = ANY(${kinds})
         ORDER BY run_at
-        LIMIT ${this.batchSize}
+        LIMIT ${limit}
         FOR UPDATE SKIP LOCKED
       ) due
       WHERE jobs.account_id = due.account_id AND jobs.id = due.id
       RETURNING jobs.account_id, jobs.id, jobs.kind, jobs.payload, jobs.attempts`.execute(this.opts.db);
-    return rows.rows.map((r) => ({
-      accountId: r.account_id,
-      id: r.id,
-      kind: r.kind,
-      payload: r.payload as JobPayloads[JobKind],
-      attempts: r.attempts,
-    }));
+    return rows.rows.map((r) => {
+      const job: ClaimedJob = {
+        accountId: r.account_id,
+        id: r.id,
+        kind: r.kind,
+        payload: r.payload as JobPayloads[JobKind],
+        attempts: r.attempts,
+      };
+      this.leases.set(job, lease);
+      return job;
+    });
   }
 
   private async execute(job: ClaimedJob): Promise<void> {
@@ -144,6 +172,14 @@ export class JobRunner {
     }
     if (outcome.status === 'done') {
       await this.finish(job);
+    } else if (outcome.status === 'continue') {
+      await this.opts.db
+        .updateTable('jobs')
+        .set({ run_at: new Date(this.opts.clock.now().getTime() + outcome.afterMs), locked_until: null, attempts: 0, last_error: null })
+        .where('account_id', '=', job.accountId)
+        .where('id', '=', job.id)
+        .where('locked_until', '=', this.leases.get(job)!)
+        .execute();
     } else {
       await this.opts.db
         .updateTable('jobs')
@@ -154,11 +190,18 @@ export class JobRunner {
         })
         .where('account_id', '=', job.accountId)
         .where('id', '=', job.id)
+        .where('locked_until', '=', this.leases.get(job)!)
         .execute();
     }
   }
 
+  /** Only while this runner's lease still stands: a runner that lost it must not touch the job. */
   private async finish(job: ClaimedJob): Promise<void> {
-    await this.opts.db.deleteFrom('jobs').where('account_id', '=', job.accountId).where('id', '=', job.id).execute();
+    await this.opts.db
+      .deleteFrom('jobs')
+      .where('account_id', '=', job.accountId)
+      .where('id', '=', job.id)
+      .where('locked_until', '=', this.leases.get(job)!)
+      .execute();
   }
 }

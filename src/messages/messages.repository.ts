@@ -17,6 +17,10 @@ export class MessagesRepository {
     await trx.insertInto('messages').values(row).execute();
   }
 
+  async insertMany(trx: Tx, rows: MessageRow[]): Promise<void> {
+    if (rows.length > 0) await trx.insertInto('messages').values(rows).execute();
+  }
+
   async find(accountId: string, id: string, trx: Tx | Db = this.db): Promise<MessageRow | undefined> {
     return trx.selectFrom('messages').selectAll().where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
   }

@@ -1,3 +1,4 @@
+import type { BroadcastsRepository } from '../broadcasts/broadcasts.repository.js';
 import type { ChannelProviders, InboundMessage, StatusUpdate } from '../channels/channel.js';
 import { WINDOWED_CHANNELS } from '../channels/channel.js';
 import type { Clock } from '../clock.js';
@@ -16,6 +17,21 @@ import { toMessage } from './messages.present.js';
 import type { Message, SendMessageBody } from './messages.schema.js';
 
 export const CUSTOMER_WINDOW_MS = 24 * 60 * 60 * 1000;
+
+export interface SendResult {
+  contactId: string;
+  row?: MessageRow;
+  error?: AppError;
+}
+
+function outsideWindow(channel: Channel): AppError {
+  return new AppError(
+    'validation_error',
+    `outside the 24-hour customer service window on ${channel}: the contact has not written in the last 24 hours; send an approved template instead`,
+    422,
+    [{ field: 'type', issue: 'a template is required outside the 24-hour window' }],
+  );
+}
 
 /** What may accompany each message type: a field outside its type is a mistake worth reporting. */
 function checkFields(body: SendMessageBody): void {
@@ -56,6 +72,7 @@ export class MessagesService {
       contacts: ContactsService;
       templates: TemplatesService;
       providers: ChannelProviders;
+      broadcasts: BroadcastsRepository;
       outbox: Outbox;
       fetchMedia: MediaFetcher;
       clock: Clock;
@@ -71,89 +88,97 @@ export class MessagesService {
       media = await this.deps.fetchMedia(body.media_url!, body.type);
     }
     return this.deps.tx.run(scope, async (trx) => {
-      const row = await this.sendInTransaction(trx, scope.accountId, {
-        contactId: contact.id,
-        phone: contact.phone,
+      const content =
+        body.type === 'template'
+          ? await this.deps.templates.renderApproved(trx, scope.accountId, body.template_name!, body.template_params ?? [])
+          : (body.content ?? null);
+      const [result] = await this.sendBatch(trx, scope.accountId, {
         channel: body.channel,
         type: body.type,
-        content: body.content ?? null,
+        content,
         templateName: body.template_name ?? null,
-        templateParams: body.template_params ?? [],
         media,
+        broadcastId: null,
+        recipients: [{ contactId: contact.id, phone: contact.phone }],
       });
-      return toMessage(row);
+      if (result!.error) throw result!.error;
+      return toMessage(result!.row!);
     });
   }
 
   /**
-   * The send path shared by the API and broadcasts: the conversation is found or created and
-   * locked, the 24-hour window checked, the template rendered, the provider called, and the
-   * message stored, all in the caller's transaction.
+   * The one send path, for the API (a batch of one) and for broadcasts: conversations found or
+   * created and locked, the 24-hour window checked per recipient, the provider called, the
+   * messages stored and their conversations reopened, all in the caller's transaction. A
+   * recipient the rules refuse gets an error instead of a message; the others are unaffected.
    */
-  async sendInTransaction(
+  async sendBatch(
     trx: Tx,
     accountId: string,
-    m: {
-      contactId: string;
-      phone: string;
+    batch: {
       channel: Channel;
       type: SendMessageBody['type'];
+      /** The text, or a template's rendered text. */
       content: string | null;
       templateName: string | null;
-      templateParams: string[];
       media: FetchedMedia | null;
-      fields?: { name: string; params: string };
+      broadcastId: string | null;
+      recipients: { contactId: string; phone: string }[];
     },
-  ): Promise<MessageRow> {
+  ): Promise<SendResult[]> {
     const now = this.deps.clock.now();
-    const conversation = await this.deps.conversations.lockOrCreate(trx, accountId, m.contactId, m.channel, now);
-    if (m.type !== 'template' && WINDOWED_CHANNELS.has(m.channel)) {
+    // Sorted, so that concurrent batches lock conversations in one order and never deadlock.
+    const contactIds = [...new Set(batch.recipients.map((r) => r.contactId))].sort();
+    const conversations = await this.deps.conversations.lockOrCreateMany(trx, accountId, contactIds, batch.channel, now);
+    const windowed = batch.type !== 'template' && WINDOWED_CHANNELS.has(batch.channel);
+    const results: SendResult[] = [];
+    const accepted: { recipient: { contactId: string; phone: string }; conversationId: string; messageId: string }[] = [];
+    for (const recipient of batch.recipients) {
+      const conversation = conversations.get(recipient.contactId)!;
       const last = conversation.last_inbound_at;
-      if (!last || now.getTime() - last.getTime() >= CUSTOMER_WINDOW_MS) {
-        throw new AppError(
-          'validation_error',
-          `outside the 24-hour customer service window on ${m.channel}: the contact has not written in the last 24 hours; send an approved template instead`,
-          422,
-          [{ field: 'type', issue: 'a template is required outside the 24-hour window' }],
-        );
+      if (windowed && (!last || now.getTime() - last.getTime() >= CUSTOMER_WINDOW_MS)) {
+        results.push({ contactId: recipient.contactId, error: outsideWindow(batch.channel) });
+        continue;
       }
+      const entry = { recipient, conversationId: conversation.id, messageId: newId('msg') };
+      accepted.push(entry);
+      results.push({ contactId: recipient.contactId });
     }
-    const content =
-      m.type === 'template'
-        ? await this.deps.templates.renderApproved(trx, accountId, m.templateName!, m.templateParams, m.fields)
-        : m.content;
-    const id = newId('msg');
-    const { providerMessageId } = await this.deps.providers[m.channel].send(
+    if (accepted.length === 0) return results;
+
+    const receipts = await this.deps.providers[batch.channel].send(
       { trx },
-      {
+      accepted.map((a) => ({
         accountId,
-        messageId: id,
-        channel: m.channel,
-        to: { contactId: m.contactId, phone: m.phone },
-        type: m.type,
-        content,
-        media: m.media,
-      },
+        messageId: a.messageId,
+        channel: batch.channel,
+        to: a.recipient,
+        type: batch.type,
+        content: batch.content,
+        media: batch.media,
+      })),
     );
-    const row: MessageRow = {
+    const rows: MessageRow[] = accepted.map((a, i) => ({
       account_id: accountId,
-      id,
-      conversation_id: conversation.id,
+      id: a.messageId,
+      conversation_id: a.conversationId,
       direction: 'outbound',
-      type: m.type,
-      content,
-      media_url: m.media?.url ?? null,
-      template_name: m.templateName,
+      type: batch.type,
+      content: batch.content,
+      media_url: batch.media?.url ?? null,
+      template_name: batch.templateName,
       status: 'sent',
       failure_reason: null,
-      provider_message_id: providerMessageId,
+      provider_message_id: receipts[i]!.providerMessageId,
+      broadcast_id: batch.broadcastId,
       created_at: now,
       updated_at: now,
-    };
-    await this.deps.messages.insert(trx, row);
-    // Replying reopens a resolved conversation and counts as activity.
-    await this.deps.conversations.update(trx, accountId, conversation.id, { status: 'open', updated_at: now });
-    return row;
+    }));
+    await this.deps.messages.insertMany(trx, rows);
+    await this.deps.conversations.touchOpen(trx, accountId, [...new Set(accepted.map((a) => a.conversationId))], now);
+    const byContact = new Map(rows.map((r, i) => [accepted[i]!.recipient.contactId, r]));
+    for (const result of results) if (!result.error) result.row = byContact.get(result.contactId);
+    return results;
   }
 
   /** An inbound message: contact and conversation found or created, the window opened, the event recorded. */
@@ -179,11 +204,16 @@ export class MessagesService {
         status: 'delivered',
         failure_reason: null,
         provider_message_id: null,
+        broadcast_id: null,
         created_at: now,
         updated_at: now,
       };
       await this.deps.messages.insert(trx, row);
       await this.deps.conversations.update(trx, scope.accountId, conversation.id, { status: 'open', last_inbound_at: now, updated_at: now });
+      // A reply to a broadcast counts once per contact and broadcast.
+      for (const broadcastId of await this.deps.broadcasts.markReplied(trx, scope.accountId, conversation.id, now)) {
+        await this.deps.broadcasts.addStats(trx, scope.accountId, broadcastId, { replied: 1 }, now);
+      }
       const message = toMessage(row);
       await this.deps.outbox.record(trx, scope.accountId, 'message.received', message);
       return message;
@@ -199,9 +229,24 @@ export class MessagesService {
       const current = await this.deps.messages.find(scope.accountId, update.messageId, trx);
       if (!current) throw new NotFound('message', update.messageId);
       if (current.direction !== 'outbound') throw new ValidationError('status', 'only outbound messages have a delivery status');
-      const moved = await this.deps.messages.advanceStatus(trx, scope.accountId, update.messageId, update.status, update.reason ?? null, this.deps.clock.now());
+      const now = this.deps.clock.now();
+      const moved = await this.deps.messages.advanceStatus(trx, scope.accountId, update.messageId, update.status, update.reason ?? null, now);
       if (!moved) return toMessage(current);
       const message = toMessage(moved.row);
+      if (moved.row.broadcast_id) {
+        // The funnel: a jump from sent to read counts as delivered too; each level once per message.
+        await this.deps.broadcasts.addStats(
+          trx,
+          scope.accountId,
+          moved.row.broadcast_id,
+          {
+            delivered: update.status === 'delivered' || (update.status === 'read' && moved.from === 'sent') ? 1 : 0,
+            read: update.status === 'read' ? 1 : 0,
+            failed: update.status === 'failed' ? 1 : 0,
+          },
+          now,
+        );
+      }
       if (update.status === 'delivered') await this.deps.outbox.record(trx, scope.accountId, 'message.delivered', message);
       if (update.status === 'read') await this.deps.outbox.record(trx, scope.accountId, 'message.read', message);
       return message;

@@ -22,17 +22,25 @@ export class SandboxProvider implements ChannelProvider {
     private readonly options: SandboxOptions,
   ) {}
 
-  async send(ctx: SendContext, message: OutboundMessage): Promise<{ providerMessageId: string }> {
+  async send(ctx: SendContext, messages: OutboundMessage[]): Promise<{ providerMessageId: string }[]> {
     if (this.options.autoAdvance) {
-      const base = { v: 1 as const, message_id: message.messageId };
-      if (message.to.phone.endsWith(SANDBOX_FAILING_SUFFIX)) {
-        await this.jobs.enqueue(ctx.trx, message.accountId, 'sandbox.status', { ...base, status: 'failed', reason: 'sandbox: recipient unreachable' }, { delayMs: this.options.deliveredAfterMs });
-      } else {
-        await this.jobs.enqueue(ctx.trx, message.accountId, 'sandbox.status', { ...base, status: 'delivered' }, { delayMs: this.options.deliveredAfterMs });
-        await this.jobs.enqueue(ctx.trx, message.accountId, 'sandbox.status', { ...base, status: 'read' }, { delayMs: this.options.readAfterMs });
-      }
+      const { deliveredAfterMs, readAfterMs } = this.options;
+      await this.jobs.enqueueMany(
+        ctx.trx,
+        messages.flatMap((m) => {
+          const job = (status: 'delivered' | 'read' | 'failed', delayMs: number, reason?: string) => ({
+            accountId: m.accountId,
+            kind: 'sandbox.status' as const,
+            payload: { v: 1 as const, message_id: m.messageId, status, ...(reason ? { reason } : {}) },
+            delayMs,
+          });
+          return m.to.phone.endsWith(SANDBOX_FAILING_SUFFIX)
+            ? [job('failed', deliveredAfterMs, 'sandbox: recipient unreachable')]
+            : [job('delivered', deliveredAfterMs), job('read', readAfterMs)];
+        }),
+      );
     }
-    return { providerMessageId: `sandbox_${message.messageId}` };
+    return messages.map((m) => ({ providerMessageId: `sandbox_${m.messageId}` }));
   }
 
   /** The sandbox's "webhook" is the body of POST /v1/sandbox/inbound, already validated. */

@@ -1,0 +1,215 @@
+import type { Clock } from '../clock.js';
+import type { Channel } from '../db/schema.js';
+import type { Scope, Transactor } from '../db/transactor.js';
+import { AppError, Conflict, NotFound, ValidationError } from '../errors.js';
+import type { Outbox } from '../events/outbox.js';
+import type { PageRequest, PageResult } from '../http/pagination.js';
+import { newId } from '../ids.js';
+import type { JobQueue } from '../jobs/job-queue.js';
+import type { MessagesService } from '../messages/messages.service.js';
+import type { TemplatesService } from '../templates/templates.service.js';
+import type { BroadcastRow, BroadcastsRepository } from './broadcasts.repository.js';
+import type { Broadcast, CreateBroadcastBody, ListBroadcastsQuery } from './broadcasts.schema.js';
+
+export const MIN_SCHEDULE_AHEAD_MS = 5 * 60 * 1000;
+const TEMPLATE_FIELDS = { name: 'message.template_name', params: 'message.template_params' };
+
+export function toBroadcast(r: BroadcastRow): Broadcast {
+  return {
+    id: r.id,
+    name: r.name,
+    channel: r.channel,
+    audience: r.audience as Broadcast['audience'],
+    message: r.message as Broadcast['message'],
+    status: r.status,
+    stats: { sent: r.sent, delivered: r.delivered, read: r.read, replied: r.replied, failed: r.failed },
+    scheduled_at: r.scheduled_at ? r.scheduled_at.toISOString() : null,
+    created_at: r.created_at.toISOString(),
+  };
+}
+
+function checkAudience(audience: CreateBroadcastBody['audience']): void {
+  const { tags, lifecycle_stage: stage, all } = audience;
+  if (all !== undefined) {
+    if (tags !== undefined || stage !== undefined) throw new ValidationError('audience.all', 'cannot be combined with tags or lifecycle_stage');
+    if (!all) throw new ValidationError('audience.all', 'must be true when given');
+  } else if (tags === undefined && stage === undefined) {
+    throw new ValidationError('audience', 'needs at least one of tags, lifecycle_stage or all');
+  }
+}
+
+function checkMessage(message: CreateBroadcastBody['message']): void {
+  if (message.type === 'text') {
+    if (message.content === undefined) throw new ValidationError('message.content', 'is required when type is text');
+    if (message.template_name !== undefined) throw new ValidationError('message.template_name', 'is not allowed when type is text');
+    if (message.template_params !== undefined) throw new ValidationError('message.template_params', 'is not allowed when type is text');
+  } else {
+    if (message.template_name === undefined) throw new ValidationError('message.template_name', 'is required when type is template');
+    if (message.content !== undefined) throw new ValidationError('message.content', 'is not allowed when type is template');
+  }
+}
+
+export class BroadcastsService {
+  constructor(
+    private readonly deps: {
+      tx: Transactor;
+      broadcasts: BroadcastsRepository;
+      messages: MessagesService;
+      templates: TemplatesService;
+      jobs: JobQueue;
+      outbox: Outbox;
+      clock: Clock;
+      batchSize: number;
+      ratePerSecond: Record<Channel, number>;
+    },
+  ) {}
+
+  async create(scope: Scope, body: CreateBroadcastBody): Promise<Broadcast> {
+    checkAudience(body.audience);
+    checkMessage(body.message);
+    const now = this.deps.clock.now();
+    let scheduledAt: Date | null = null;
+    if (body.scheduled_at !== undefined) {
+      scheduledAt = new Date(body.scheduled_at);
+      if (scheduledAt.getTime() < now.getTime() + MIN_SCHEDULE_AHEAD_MS) {
+        throw new ValidationError('scheduled_at', 'must be at least 5 minutes in the future');
+      }
+    }
+    return this.deps.tx.run(scope, async (trx) => {
+      if (body.message.type === 'template') {
+        // Checked now (404 unknown, 422 not approved or wrong parameters) and again when sending starts.
+        await this.deps.templates.renderApproved(trx, scope.accountId, body.message.template_name!, body.message.template_params ?? [], TEMPLATE_FIELDS);
+      }
+      const row: BroadcastRow = {
+        account_id: scope.accountId,
+        id: newId('bc'),
+        name: body.name,
+        channel: body.channel,
+        audience: body.audience,
+        message: body.message,
+        status: scheduledAt ? 'scheduled' : 'sending',
+        scheduled_at: scheduledAt,
+        started_at: scheduledAt ? null : now,
+        completed_at: null,
+        rendered_content: null,
+        failure_reason: null,
+        cursor: null,
+        sent: 0,
+        delivered: 0,
+        read: 0,
+        replied: 0,
+        failed: 0,
+        created_at: now,
+        updated_at: now,
+      };
+      await this.deps.broadcasts.insert(trx, row);
+      await this.deps.jobs.enqueue(trx, scope.accountId, 'broadcast.send', { v: 1, broadcast_id: row.id }, {
+        delayMs: scheduledAt ? scheduledAt.getTime() - now.getTime() : 0,
+      });
+      return toBroadcast(row);
+    });
+  }
+
+  async get(scope: Scope, id: string): Promise<Broadcast> {
+    const row = await this.deps.broadcasts.find(scope.accountId, id);
+    if (!row) throw new NotFound('broadcast', id);
+    return toBroadcast(row);
+  }
+
+  async list(scope: Scope, query: ListBroadcastsQuery, page: PageRequest): Promise<PageResult<Broadcast>> {
+    const { rows, total } = await this.deps.broadcasts.list(scope.accountId, query.status, page);
+    return { data: rows.map(toBroadcast), total, page: page.page };
+  }
+
+  /** A scheduled broadcast goes back to draft; its job finds it so and does nothing. */
+  async cancel(scope: Scope, id: string): Promise<Broadcast> {
+    return this.deps.tx.run(scope, async (trx) => {
+      const row = await this.deps.broadcasts.lock(trx, scope.accountId, id);
+      if (!row) throw new NotFound('broadcast', id);
+      if (row.status !== 'scheduled') throw new Conflict(`only a scheduled broadcast can be cancelled; this one is ${row.status}`);
+      return toBroadcast(await this.deps.broadcasts.update(trx, scope.accountId, id, { status: 'draft', updated_at: this.deps.clock.now() }));
+    });
+  }
+
+  /**
+   * One step of sending, in one transaction: start a due scheduled broadcast, then claim and
+   * message the next batch of recipients, or finish. A crash rolls the batch back whole and the
+   * job runs it again; the recipient key makes a second message impossible.
+   */
+  async sendNextBatch(accountId: string, id: string): Promise<'more' | 'done'> {
+    return this.deps.tx.run({ accountId }, async (trx) => {
+      let b = await this.deps.broadcasts.lock(trx, accountId, id);
+      if (!b) return 'done';
+      const now = this.deps.clock.now();
+      if (b.status === 'scheduled') b = await this.deps.broadcasts.update(trx, accountId, id, { status: 'sending', started_at: now, updated_at: now });
+      if (b.status !== 'sending') return 'done';
+
+      if (b.message.type === 'template' && b.rendered_content === null) {
+        try {
+          const rendered = await this.deps.templates.renderApproved(trx, accountId, b.message.template_name!, b.message.template_params ?? [], TEMPLATE_FIELDS);
+          b = await this.deps.broadcasts.update(trx, accountId, id, { rendered_content: rendered, updated_at: now });
+        } catch (err) {
+          if (!(err instanceof AppError)) throw err;
+          // Nothing can be sent (e.g. the template is no longer approved): failed, not completed.
+          await this.deps.broadcasts.update(trx, accountId, id, { status: 'failed', failure_reason: err.message, completed_at: now, updated_at: now });
+          return 'done';
+        }
+      }
+
+      const batch = await this.deps.broadcasts.nextAudienceBatch(trx, accountId, b.audience, b.started_at ?? now, b.cursor, this.batchSize(b.channel));
+      if (batch.length === 0) {
+        const status = b.sent === 0 && b.failed > 0 ? 'failed' : 'sent';
+        const done = await this.deps.broadcasts.update(trx, accountId, id, {
+          status,
+          failure_reason: status === 'failed' ? 'no recipient could be sent the message' : null,
+          completed_at: now,
+          updated_at: now,
+        });
+        await this.deps.outbox.record(trx, accountId, 'broadcast.completed', toBroadcast(done));
+        return 'done';
+      }
+
+      const fresh = await this.deps.broadcasts.claimRecipients(trx, accountId, id, batch.map((c) => c.id), now);
+      const recipients = batch.filter((c) => fresh.has(c.id)).map((c) => ({ contactId: c.id, phone: c.phone }));
+      const results = await this.deps.messages.sendBatch(trx, accountId, {
+        channel: b.channel,
+        type: b.message.type,
+        content: b.message.type === 'template' ? b.rendered_content : (b.message.content ?? null),
+        templateName: b.message.template_name ?? null,
+        media: null,
+        broadcastId: id,
+        recipients,
+      });
+      await this.deps.broadcasts.recordOutcomes(
+        trx,
+        accountId,
+        id,
+        results.map((r) => ({
+          contactId: r.contactId,
+          conversationId: r.row?.conversation_id ?? null,
+          messageId: r.row?.id ?? null,
+          failureReason: r.error?.message ?? null,
+        })),
+      );
+      const sent = results.filter((r) => r.row).length;
+      await this.deps.broadcasts.addStats(trx, accountId, id, { sent, failed: results.length - sent }, now);
+      await this.deps.broadcasts.update(trx, accountId, id, { cursor: batch[batch.length - 1]!.id, updated_at: now });
+      return 'more';
+    });
+  }
+
+  batchSize(channel: Channel): number {
+    const rate = this.deps.ratePerSecond[channel];
+    return rate > 0 ? Math.min(this.deps.batchSize, rate) : this.deps.batchSize;
+  }
+
+  /** How long one batch must take at least, to keep the channel's rate; 0 without a limit. */
+  batchIntervalMs(channel: Channel): number {
+    const rate = this.deps.ratePerSecond[channel];
+    return rate > 0 ? Math.ceil((this.batchSize(channel) * 1000) / rate) : 0;
+  }
+
+  async channelOf(accountId: string, id: string): Promise<Channel | undefined> {
+    return (await this.deps.broadcasts.find(accountId, id))?.channel;
+  }
+}
