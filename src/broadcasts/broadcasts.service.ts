@@ -20,7 +20,7 @@ export function toBroadcast(r: BroadcastRow): Broadcast {
     name: r.name,
     channel: r.channel,
     audience: r.audience as Broadcast['audience'],
-    message: r.message as Broadcast['message'],
+    message: r.message,
     status: r.status,
     stats: { sent: r.sent, delivered: r.delivered, read: r.read, replied: r.replied, failed: r.failed },
     scheduled_at: r.scheduled_at ? r.scheduled_at.toISOString() : null,

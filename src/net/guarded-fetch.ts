@@ -47,13 +47,13 @@ function guardedLookup(allowPrivate: boolean): LookupFunction {
   return (hostname, options, callback) => {
     dns.lookup(hostname, { ...options, all: true }, (err, addresses) => {
       if (err) return callback(err, '', 0);
-      const list = addresses as unknown as dns.LookupAddress[];
+      const list = addresses;
       const allowed = allowPrivate ? list : list.filter((a) => !isPrivateAddress(a.address));
       if (allowed.length === 0) {
         const e = new OutboundError(`${hostname} resolves to a private or reserved address`, 'refused');
-        return callback(e as NodeJS.ErrnoException, '', 0);
+        return callback(e, '', 0);
       }
-      if ((options as { all?: boolean }).all) return callback(null, allowed as never, 0);
+      if ((options as { all?: boolean }).all) return callback(null, allowed, 0);
       return callback(null, allowed[0]!.address, allowed[0]!.family);
     });
   };
