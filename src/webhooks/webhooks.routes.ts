@@ -15,7 +15,7 @@ export function webhooksRoutes(app: FastifyInstance, webhooks: WebhooksService):
     handler: async (req, reply) => reply.code(201).send(await webhooks.create(req.scope, req.body)),
   });
   r.get('/webhooks', {
-    schema: { tags, operationId: 'listWebhooks', summary: "All of the account's webhooks, on one page", response: { 200: Page(Webhook) } },
+    schema: { tags, operationId: 'listWebhooks', summary: "All of the account's webhooks, on one page", response: { 200: Page(Webhook), ...errorResponses() } },
     handler: (req) => webhooks.list(req.scope),
   });
   r.get('/webhooks/:id', {
