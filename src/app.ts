@@ -44,7 +44,7 @@ import { BroadcastsService } from './broadcasts/broadcasts.service.js';
 import { WebhooksRepository } from './webhooks/webhooks.repository.js';
 import { webhooksRoutes } from './webhooks/webhooks.routes.js';
 import { WebhooksService } from './webhooks/webhooks.service.js';
-import { ErrorBody } from './http/schemas.js';
+import { ErrorBody, NoQuery } from './http/schemas.js';
 import { validatorCompiler } from './http/validation.js';
 
 export const BODY_LIMIT = 1024 * 1024;
@@ -184,6 +184,11 @@ export async function buildApp(deps: AppDeps): Promise<{ app: FastifyInstance; s
 
   await app.register(
     async (v1) => {
+      // A typo in a query parameter must not pass silently, on routes that take none too.
+      v1.addHook('onRoute', (route) => {
+        route.schema ??= {};
+        route.schema.querystring ??= NoQuery;
+      });
       installApiAuth(v1, { accounts: services.accounts, rateLimiter: deps.rateLimiter });
       installIdempotency(v1, { db: deps.db, clock: deps.clock });
       contactsRoutes(v1, services.contacts);

@@ -83,6 +83,10 @@ export function adminRoutes(app: FastifyInstance, deps: { accounts: AccountsServ
       body: Type.Optional(Type.Object({ name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })) }, { additionalProperties: false })),
       response: { 201: ApiKey, ...adminErrors },
     },
+    // The body is optional: Fastify validates an absent body against the schema too, so it becomes {}.
+    preValidation: async (req) => {
+      req.body ??= {};
+    },
     handler: async (req, reply) =>
       reply.code(201).send(await deps.accounts.createApiKey(req.params.id, req.body?.name ?? null)),
   });

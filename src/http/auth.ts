@@ -11,7 +11,8 @@ declare module 'fastify' {
   }
 }
 
-const BEARER = /^Bearer ([A-Za-z0-9_\-.~+/=]{1,512})$/;
+// The scheme name is case-insensitive (RFC 9110).
+const BEARER = /^Bearer ([A-Za-z0-9_\-.~+/=]{1,512})$/i;
 
 /**
  * API-key authentication, plan check and the per-key rolling rate limit, run before the body is

@@ -26,6 +26,9 @@ const FASTIFY_CLIENT_ERRORS: Record<string, { code: ErrorCode; message: string }
 };
 
 export function installErrorHandlers(app: FastifyInstance): void {
+  // Request bodies are JSON only (SPEC.md 1.2). Fastify also parses text/plain by default, which
+  // would let a text body reach validation as a string (422); without the parser it is a 400.
+  app.removeContentTypeParser('text/plain');
   app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     if (err instanceof AppError) return send(reply, err.code, err.message, err.details, err.status);
     if (err.validation) {

@@ -132,8 +132,10 @@ export function installIdempotency(app: FastifyInstance, deps: { db: Db; clock: 
       committed: false,
       replayed: false,
     };
-    request.idempotency = r;
     if ((await claim(r, hashBody(request.body), reply)) === 'replayed') return reply;
+    // Only a request that holds the key may record its response: a refused one (other body,
+    // still running) must not overwrite the record of the request that does.
+    request.idempotency = r;
     const successStatus = (request.routeOptions.config as { successStatus?: number }).successStatus ?? 200;
     // The effect and the record of its response commit together; onSend then stores the exact bytes.
     request.scope = {

@@ -31,6 +31,9 @@ export function Page<T extends TSchema>(item: T) {
 
 export const IdParams = Type.Object({ id: Type.String() });
 
+/** For routes that take no query parameters: any given is an unknown parameter (422). */
+export const NoQuery = Type.Object({}, { additionalProperties: false });
+
 export const Success = Type.Object({ success: Type.Literal(true) });
 
 export const Timestamp = Type.String({ format: 'date-time' });

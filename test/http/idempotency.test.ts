@@ -1,0 +1,279 @@
+import type { LightMyRequestResponse } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newAccount, randomPhone, startTestApp, type TestAccount, type TestApp } from '../helpers.js';
+
+let t: TestApp;
+beforeAll(async () => {
+  t = await startTestApp();
+});
+afterAll(() => t.close());
+
+let keySeq = 0;
+function newKey(): string {
+  keySeq += 1;
+  return `idem-${process.pid}-${Date.now()}-${keySeq}`;
+}
+
+function post(acc: TestAccount, key: string, payload: object, url = '/v1/contacts') {
+  return acc.call({ method: 'POST', url, payload, headers: { 'idempotency-key': key } });
+}
+
+async function total(acc: TestAccount): Promise<number> {
+  const res = await acc.call({ method: 'GET', url: '/v1/contacts' });
+  return res.json().total as number;
+}
+
+async function eventCount(accountId: string): Promise<number> {
+  const rows = await t.db
+    .selectFrom('events')
+    .select('id')
+    .where('account_id', '=', accountId)
+    .where('type', '=', 'contact.created')
+    .execute();
+  return rows.length;
+}
+
+function expectReplayOf(replay: LightMyRequestResponse, first: LightMyRequestResponse) {
+  expect(replay.statusCode).toBe(first.statusCode);
+  expect(replay.headers['idempotent-replayed']).toBe('true');
+  expect(replay.headers['content-type']).toBe(first.headers['content-type']);
+  expect(replay.rawPayload.equals(first.rawPayload)).toBe(true);
+}
+
+describe('Idempotency-Key', () => {
+  it('replays the first response byte for byte with Idempotent-Replayed: true and creates one contact', async () => {
+    const acc = await newAccount(t);
+    const key = newKey();
+    const body = { phone: randomPhone(), name: 'Once', tags: ['a'], custom_fields: { n: 1 } };
+    const first = await post(acc, key, body);
+    expect(first.statusCode, first.body).toBe(201);
+    expect(first.headers['idempotent-replayed']).toBeUndefined();
+    // Key order in the body does not make it another request.
+    const reordered = { custom_fields: { n: 1 }, tags: ['a'], name: 'Once', phone: body.phone };
+    for (const again of [body, reordered, body]) expectReplayOf(await post(acc, key, again), first);
+    expect(await total(acc)).toBe(1);
+    expect(await eventCount(acc.accountId)).toBe(1);
+  });
+
+  it('answers 422 idempotency_error to the same key with another body, and keeps replaying the original', async () => {
+    const acc = await newAccount(t);
+    const key = newKey();
+    const body = { phone: randomPhone() };
+    const first = await post(acc, key, body);
+    expect(first.statusCode).toBe(201);
+    const other = await post(acc, key, { phone: randomPhone() });
+    expect(other.statusCode, other.body).toBe(422);
+    expect(other.json().error.code).toBe('idempotency_error');
+    expect(other.headers['idempotent-replayed']).toBeUndefined();
+    // The refused request must not have replaced what the key stands for.
+    expectReplayOf(await post(acc, key, body), first);
+    expect(await total(acc)).toBe(1);
+  });
+
+  it('replays a 409 conflict, even after the conflict is gone', async () => {
+    const acc = await newAccount(t);
+    const phone = randomPhone();
+    const existing = (await acc.call({ method: 'POST', url: '/v1/contacts', payload: { phone } })).json();
+    const key = newKey();
+    const first = await post(acc, key, { phone });
+    expect(first.statusCode).toBe(409);
+    expect(first.json().error.code).toBe('conflict');
+    await acc.call({ method: 'DELETE', url: `/v1/contacts/${existing.id}` });
+    expectReplayOf(await post(acc, key, { phone }), first);
+    expect(await total(acc)).toBe(0);
+  });
+
+  it('replays a 422 validation error', async () => {
+    const acc = await newAccount(t);
+    const key = newKey();
+    const body = { phone: randomPhone(), email: 'not-an-email' };
+    const first = await post(acc, key, body);
+    expect(first.statusCode).toBe(422);
+    expect(first.json().error.code).toBe('validation_error');
+    expectReplayOf(await post(acc, key, body), first);
+    const invalidPhone = { phone: '+1 415' };
+    const key2 = newKey();
+    const first2 = await post(acc, key2, invalidPhone);
+    expect(first2.statusCode).toBe(422);
+    expectReplayOf(await post(acc, key2, invalidPhone), first2);
+  });
+
+  it('is scoped to the account: another account may use the same key', async () => {
+    const a = await newAccount(t);
+    const b = await newAccount(t);
+    const key = newKey();
+    const body = { phone: randomPhone() };
+    const fromA = await post(a, key, body);
+    const fromB = await post(b, key, body);
+    expect(fromA.statusCode).toBe(201);
+    expect(fromB.statusCode).toBe(201);
+    expect(fromB.headers['idempotent-replayed']).toBeUndefined();
+    expect(fromB.json().id).not.toBe(fromA.json().id);
+    expect(await total(a)).toBe(1);
+    expect(await total(b)).toBe(1);
+    // And a different body from B is B's own business, not a mismatch with A's.
+    expect((await post(b, newKey(), { phone: randomPhone() })).statusCode).toBe(201);
+  });
+
+  it('is scoped to the path: the same key on another POST path is a new request', async () => {
+    const acc = await newAccount(t);
+    const key = newKey();
+    const body = { phone: randomPhone() };
+    const created = await post(acc, key, body);
+    expect(created.statusCode).toBe(201);
+    const id = created.json().id as string;
+    const lifecycle = await post(acc, key, { lifecycle_stage: 'lead' }, `/v1/contacts/${id}/lifecycle`);
+    expect(lifecycle.statusCode, lifecycle.body).toBe(200);
+    expect(lifecycle.headers['idempotent-replayed']).toBeUndefined();
+    expect(lifecycle.json().lifecycle_stage).toBe('lead');
+    // Each path keeps its own record.
+    expectReplayOf(await post(acc, key, { lifecycle_stage: 'lead' }, `/v1/contacts/${id}/lifecycle`), lifecycle);
+    expectReplayOf(await post(acc, key, body), created);
+  });
+
+  it('does nothing twice under concurrency: exactly one request creates, the others replay or get 409', async () => {
+    const acc = await newAccount(t);
+    const key = newKey();
+    const body = { phone: randomPhone(), name: 'Concurrent' };
+    const results = await Promise.all(Array.from({ length: 8 }, () => post(acc, key, body)));
+    const originals = results.filter((r) => r.statusCode === 201 && r.headers['idempotent-replayed'] === undefined);
+    expect(originals).toHaveLength(1);
+    const original = originals[0]!;
+    for (const r of results) {
+      if (r === original) continue;
+      if (r.statusCode === 409) {
+        expect(r.json().error.code).toBe('idempotency_error');
+      } else {
+        expectReplayOf(r, original);
+      }
+    }
+    expect(await total(acc)).toBe(1);
+    expect(await eventCount(acc.accountId)).toBe(1);
+    // Once settled, the key replays the original.
+    expectReplayOf(await post(acc, key, body), original);
+  });
+
+  it('answers 409 idempotency_error while the first request is still running, without recording that answer', async () => {
+    const acc = await newAccount(t);
+    const body = { phone: randomPhone() };
+    const done = await post(acc, newKey(), body);
+    expect(done.statusCode).toBe(201);
+    const { request_hash } = await t.db
+      .selectFrom('idempotency_keys')
+      .select('request_hash')
+      .where('account_id', '=', acc.accountId)
+      .executeTakeFirstOrThrow();
+    // Another key for the same body, held by a request in flight.
+    const running = newKey();
+    const now = t.clock.now();
+    await t.db
+      .insertInto('idempotency_keys')
+      .values({
+        account_id: acc.accountId,
+        method: 'POST',
+        path: '/v1/contacts',
+        key: running,
+        request_hash,
+        state: 'running',
+        created_at: now,
+        locked_at: now,
+      })
+      .execute();
+    for (let i = 0; i < 2; i++) {
+      const res = await post(acc, running, body);
+      expect(res.statusCode, res.body).toBe(409);
+      expect(res.json().error.code).toBe('idempotency_error');
+      expect(res.headers['idempotent-replayed']).toBeUndefined();
+    }
+    const row = await t.db
+      .selectFrom('idempotency_keys')
+      .select(['state', 'response_status'])
+      .where('account_id', '=', acc.accountId)
+      .where('key', '=', running)
+      .executeTakeFirstOrThrow();
+    expect(row).toEqual({ state: 'running', response_status: null });
+  });
+
+  it('lets a retry take over a key whose request died long ago (stale lock), and does the work once', async () => {
+    const acc = await newAccount(t);
+    const body = { phone: randomPhone() };
+    const first = await post(acc, newKey(), body);
+    const { request_hash } = await t.db
+      .selectFrom('idempotency_keys')
+      .select('request_hash')
+      .where('account_id', '=', acc.accountId)
+      .executeTakeFirstOrThrow();
+    await acc.call({ method: 'DELETE', url: `/v1/contacts/${first.json().id}` });
+    const dead = newKey();
+    const longAgo = new Date(t.clock.now().getTime() - 10 * 60 * 1000);
+    await t.db
+      .insertInto('idempotency_keys')
+      .values({
+        account_id: acc.accountId,
+        method: 'POST',
+        path: '/v1/contacts',
+        key: dead,
+        request_hash,
+        state: 'running',
+        created_at: longAgo,
+        locked_at: longAgo,
+      })
+      .execute();
+    const retry = await post(acc, dead, body);
+    expect(retry.statusCode, retry.body).toBe(201);
+    expect(retry.headers['idempotent-replayed']).toBeUndefined();
+    expectReplayOf(await post(acc, dead, body), retry);
+    expect(await total(acc)).toBe(1);
+  });
+
+  it('does not apply to requests without the header', async () => {
+    const acc = await newAccount(t);
+    const body = { phone: randomPhone() };
+    expect((await acc.call({ method: 'POST', url: '/v1/contacts', payload: body })).statusCode).toBe(201);
+    const second = await acc.call({ method: 'POST', url: '/v1/contacts', payload: body });
+    expect(second.statusCode).toBe(409);
+    expect(second.headers['idempotent-replayed']).toBeUndefined();
+  });
+
+  it('refuses an unusable key with 422', async () => {
+    const acc = await newAccount(t);
+    const res = await post(acc, 'x'.repeat(256), { phone: randomPhone() });
+    expect(res.statusCode).toBe(422);
+    expect(res.json().error.details[0].field).toBe('Idempotency-Key');
+    expect(await total(acc)).toBe(0);
+  });
+
+  it('forgets a key older than 24 hours', async () => {
+    // Its own app, so that moving the clock affects no other test.
+    const own = await startTestApp();
+    try {
+      const acc = await newAccount(own);
+      const key = newKey();
+      const body = { phone: randomPhone() };
+      const post1 = () => acc.call({ method: 'POST', url: '/v1/contacts', payload: body, headers: { 'idempotency-key': key } });
+      const first = await post1();
+      expect(first.statusCode).toBe(201);
+      own.clock.advance(23 * 3600 * 1000);
+      expectReplayOf(await post1(), first);
+      await acc.call({ method: 'DELETE', url: `/v1/contacts/${first.json().id}` });
+      own.clock.advance(2 * 3600 * 1000);
+      const later = await post1();
+      expect(later.statusCode, later.body).toBe(201);
+      expect(later.headers['idempotent-replayed']).toBeUndefined();
+      expect(later.json().id).not.toBe(first.json().id);
+      // The new request is remembered in turn.
+      expectReplayOf(await post1(), later);
+      // And a forgotten key may be reused with another body.
+      own.clock.advance(25 * 3600 * 1000);
+      const another = await acc.call({
+        method: 'POST',
+        url: '/v1/contacts',
+        payload: { phone: randomPhone() },
+        headers: { 'idempotency-key': key },
+      });
+      expect(another.statusCode, another.body).toBe(201);
+    } finally {
+      await own.close();
+    }
+  });
+});
