@@ -227,7 +227,7 @@ describe('unknown query parameters on routes that take none', () => {
     ['GET', '/v1/webhooks?page=2'],
   ])('%s %s → 422 naming the parameter', async (method, url) => {
     const acc = await newAccount(t);
-    const res = await acc.call({ method: method as 'GET' | 'POST', url });
+    const res = await acc.call({ method: method, url });
     expect(res.statusCode).toBe(422);
     expect(res.json().error.code).toBe('validation_error');
     expect(res.json().error.details[0].issue).toBe('unknown query parameter');
