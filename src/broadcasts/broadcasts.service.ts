@@ -103,9 +103,8 @@ export class BroadcastsService {
         updated_at: now,
       };
       await this.deps.broadcasts.insert(trx, row);
-      await this.deps.jobs.enqueue(trx, scope.accountId, 'broadcast.send', { v: 1, broadcast_id: row.id }, {
-        delayMs: scheduledAt ? scheduledAt.getTime() - now.getTime() : 0,
-      });
+      // Due at scheduled_at itself (or now): the durable scheduler is the job queue.
+      await this.deps.jobs.enqueue(trx, scope.accountId, 'broadcast.send', { v: 1, broadcast_id: row.id }, { runAt: scheduledAt ?? now });
       return toBroadcast(row);
     });
   }
@@ -141,7 +140,11 @@ export class BroadcastsService {
       let b = await this.deps.broadcasts.lock(trx, accountId, id);
       if (!b) return 'done';
       const now = this.deps.clock.now();
-      if (b.status === 'scheduled') b = await this.deps.broadcasts.update(trx, accountId, id, { status: 'sending', started_at: now, updated_at: now });
+      if (b.status === 'scheduled') {
+        // Sending starts at scheduled_at, and so does the audience, even when a worker comes late.
+        const startedAt = b.scheduled_at && b.scheduled_at.getTime() < now.getTime() ? b.scheduled_at : now;
+        b = await this.deps.broadcasts.update(trx, accountId, id, { status: 'sending', started_at: startedAt, updated_at: now });
+      }
       if (b.status !== 'sending') return 'done';
 
       if (b.message.type === 'template' && b.rendered_content === null) {

@@ -52,6 +52,12 @@ export class ConversationsRepository {
       .values(contactIds.map((contactId) => ({ account_id: accountId, id: newId('conv'), contact_id: contactId, channel, status: 'open' as const, assignee_type: null, assignee_id: null, last_inbound_at: null, created_at: now, updated_at: now })))
       .onConflict((oc) => oc.columns(['account_id', 'contact_id', 'channel']).doNothing())
       .execute();
+    return this.lockExisting(trx, accountId, contactIds, channel);
+  }
+
+  /** The existing conversations of these contacts on one channel, locked, keyed by contact id. */
+  async lockExisting(trx: Tx, accountId: string, contactIds: string[], channel: Channel): Promise<Map<string, ConversationRow>> {
+    if (contactIds.length === 0) return new Map();
     const rows = await trx
       .selectFrom('conversations')
       .selectAll()

@@ -38,7 +38,8 @@ export class JobQueue {
     accountId: string,
     kind: K,
     payload: JobPayloads[K],
-    opts: { delayMs?: number } = {},
+    /** When it falls due: at `runAt`, or `delayMs` from now (default: now). */
+    opts: { delayMs?: number; runAt?: Date } = {},
   ): Promise<string> {
     const now = this.clock.now();
     const id = newId('job');
@@ -49,7 +50,7 @@ export class JobQueue {
         id,
         kind,
         payload: JSON.stringify(payload),
-        run_at: new Date(now.getTime() + (opts.delayMs ?? 0)),
+        run_at: opts.runAt ?? new Date(now.getTime() + (opts.delayMs ?? 0)),
         created_at: now,
       })
       .execute();

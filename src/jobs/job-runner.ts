@@ -38,6 +38,8 @@ export interface JobRunnerOptions {
   leaseMs?: number;
   /** Jobs running at once in this process. */
   concurrency?: number;
+  /** Only this account's jobs (tests and tools); every account's by default. */
+  accountId?: string;
   pollIntervalMs?: number;
 }
 
@@ -135,6 +137,7 @@ export class JobRunner {
       FROM (
         SELECT account_id, id FROM jobs
         WHERE run_at <= ${now} AND (locked_until IS NULL OR locked_until < ${now}) AND kind = ANY(${kinds})
+          AND (${this.opts.accountId ?? null}::text IS NULL OR account_id = ${this.opts.accountId ?? null})
         ORDER BY run_at
         LIMIT ${limit}
         FOR UPDATE SKIP LOCKED

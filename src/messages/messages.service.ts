@@ -129,14 +129,18 @@ export class MessagesService {
     const now = this.deps.clock.now();
     // Sorted, so that concurrent batches lock conversations in one order and never deadlock.
     const contactIds = [...new Set(batch.recipients.map((r) => r.contactId))].sort();
-    const conversations = await this.deps.conversations.lockOrCreateMany(trx, accountId, contactIds, batch.channel, now);
     const windowed = batch.type !== 'template' && WINDOWED_CHANNELS.has(batch.channel);
+    // Inside the window there is always a conversation (the contact wrote in it), so a windowed
+    // send only locks existing ones and never leaves an empty conversation for a refused recipient.
+    const conversations = windowed
+      ? await this.deps.conversations.lockExisting(trx, accountId, contactIds, batch.channel)
+      : await this.deps.conversations.lockOrCreateMany(trx, accountId, contactIds, batch.channel, now);
     const results: SendResult[] = [];
     const accepted: { recipient: { contactId: string; phone: string }; conversationId: string; messageId: string }[] = [];
     for (const recipient of batch.recipients) {
-      const conversation = conversations.get(recipient.contactId)!;
-      const last = conversation.last_inbound_at;
-      if (windowed && (!last || now.getTime() - last.getTime() >= CUSTOMER_WINDOW_MS)) {
+      const conversation = conversations.get(recipient.contactId);
+      const last = conversation?.last_inbound_at;
+      if (!conversation || (windowed && (!last || now.getTime() - last.getTime() >= CUSTOMER_WINDOW_MS))) {
         results.push({ contactId: recipient.contactId, error: outsideWindow(batch.channel) });
         continue;
       }

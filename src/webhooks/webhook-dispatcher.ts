@@ -26,6 +26,8 @@ export interface DispatcherOptions {
   /** Finished deliveries and attempt logs older than this are pruned. */
   retentionMs?: number;
   random?: () => number;
+  /** Only this account's deliveries (tests and tools); every account's by default. */
+  accountId?: string;
 }
 
 interface Claimed {
@@ -151,6 +153,7 @@ export class WebhookDispatcher {
         CROSS JOIN LATERAL (
           SELECT d.account_id, d.webhook_id, d.event_id FROM webhook_deliveries d
           WHERE d.webhook_id = hooks.webhook_id AND d.state = 'pending' AND d.next_attempt_at <= ${now}
+            AND (${this.opts.accountId ?? null}::text IS NULL OR d.account_id = ${this.opts.accountId ?? null})
             AND (d.locked_until IS NULL OR d.locked_until < ${now})
           ORDER BY d.next_attempt_at
           LIMIT COALESCE((SELECT slots FROM busy WHERE busy.webhook_id = hooks.webhook_id), ${this.perWebhook})

@@ -16,7 +16,7 @@ it('sends a broadcast to a tag audience and completes', async () => {
   const created = await acc.call({ method: 'POST', url: '/v1/broadcasts', payload: { name: 'Promo', channel: 'webchat', audience: { tags: ['vip'] }, message: { type: 'text', content: 'Hi!' } } });
   expect(created.statusCode, created.body).toBe(201);
   expect(created.json()).toMatchObject({ status: 'sending', stats: { sent: 0, delivered: 0, read: 0, replied: 0, failed: 0 } });
-  const runner = new JobRunner({ db: t.db, clock: t.clock, log: t.app.log, handlers: t.services.jobHandlers });
+  const runner = new JobRunner({ db: t.db, clock: t.clock, log: t.app.log, handlers: t.services.jobHandlers, accountId: acc.accountId });
   await runner.drain();
   const done = await acc.call({ method: 'GET', url: `/v1/broadcasts/${created.json().id}` });
   expect(done.json()).toMatchObject({ status: 'sent', stats: { sent: 5, failed: 0 } });

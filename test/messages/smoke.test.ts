@@ -17,7 +17,7 @@ it('inbound, reply, status, assign, resolve', async () => {
   const contactId = contacts.data[0].id;
   const sent = await acc.call({ method: 'POST', url: '/v1/messages/send', payload: { contact_id: contactId, channel: 'whatsapp', type: 'text', content: 'hello back' } });
   expect(sent.statusCode, sent.body).toBe(201);
-  const runner = new JobRunner({ db: t.db, clock: t.clock, log: t.app.log, handlers: t.services.jobHandlers });
+  const runner = new JobRunner({ db: t.db, clock: t.clock, log: t.app.log, handlers: t.services.jobHandlers, accountId: acc.accountId });
   expect(await runner.drain()).toBe(2);
   const conv = await acc.call({ method: 'GET', url: `/v1/conversations/${sent.json().conversation_id}` });
   expect(conv.json().messages.map((m: { status: string }) => m.status)).toEqual(['delivered', 'read']);
@@ -28,4 +28,13 @@ it('inbound, reply, status, assign, resolve', async () => {
   expect(resolved.json().status).toBe('resolved');
   const events = await t.db.selectFrom('events').select('type').where('account_id', '=', acc.accountId).orderBy('seq').execute();
   expect(events.map((e) => e.type)).toEqual(['contact.created', 'message.received', 'message.delivered', 'message.read', 'conversation.assigned', 'conversation.resolved']);
+});
+
+it('a send refused by the 24-hour window leaves no empty conversation behind', async () => {
+  const acc = await newAccount(t);
+  const contact = (await acc.call({ method: 'POST', url: '/v1/contacts', payload: { phone: randomPhone() } })).json();
+  const refused = await acc.call({ method: 'POST', url: '/v1/messages/send', payload: { contact_id: contact.id, channel: 'whatsapp', type: 'text', content: 'hi' } });
+  expect(refused.statusCode).toBe(422);
+  const conversations = await t.db.selectFrom('conversations').select('id').where('account_id', '=', acc.accountId).execute();
+  expect(conversations).toHaveLength(0);
 });

@@ -19,7 +19,7 @@ it('delivers a signed contact.created', async () => {
     expect(wh.statusCode, wh.body).toBe(201);
     const { secret } = wh.json();
     const contact = await acc.call({ method: 'POST', url: '/v1/contacts', payload: { phone: randomPhone() } });
-    const dispatcher = new WebhookDispatcher({ db: t.db, clock: t.clock, log: t.app.log, allowPrivate: true });
+    const dispatcher = new WebhookDispatcher({ db: t.db, clock: t.clock, log: t.app.log, allowPrivate: true, accountId: acc.accountId });
     expect(await dispatcher.drain()).toBe(1);
     await dispatcher.stop();
     expect(receiver.requests).toHaveLength(1);
