@@ -36,6 +36,7 @@ export function mediaFetcher(opts: { allowPrivate: boolean }): MediaFetcher {
       throw new ValidationError('media_url', `is not a document (Content-Type ${contentType || 'missing'})`);
     }
     if (res.body.length === 0) throw new ValidationError('media_url', 'is empty');
-    return { url: res.url, contentType, bytes: res.body };
+    // The message keeps the URL the client gave, even when a redirect served the file.
+    return { url, contentType, bytes: res.body };
   };
 }

@@ -154,6 +154,7 @@ export class WebhookDispatcher {
           SELECT d.account_id, d.webhook_id, d.event_id FROM webhook_deliveries d
           WHERE d.webhook_id = hooks.webhook_id AND d.state = 'pending' AND d.next_attempt_at <= ${now}
             AND (${this.opts.accountId ?? null}::text IS NULL OR d.account_id = ${this.opts.accountId ?? null})
+            AND EXISTS (SELECT 1 FROM webhooks w WHERE w.account_id = d.account_id AND w.id = d.webhook_id AND w.status = 'active')
             AND (d.locked_until IS NULL OR d.locked_until < ${now})
           ORDER BY d.next_attempt_at
           LIMIT COALESCE((SELECT slots FROM busy WHERE busy.webhook_id = hooks.webhook_id), ${this.perWebhook})

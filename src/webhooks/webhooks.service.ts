@@ -35,7 +35,9 @@ function checkUrl(raw: string, allowPrivate: boolean): string {
   if (url.protocol !== 'https:') throw new ValidationError('url', 'must start with https://');
   if (url.username || url.password) throw new ValidationError('url', 'must not contain credentials');
   const host = url.hostname.replace(/^\[|\]$/g, '');
-  if (!allowPrivate && (host === 'localhost' || (net.isIP(host) && isPrivateAddress(host)))) {
+  // `localhost.` (fully qualified) and `*.localhost` are loopback too (RFC 6761).
+  const loopbackName = /(^|\.)localhost\.?$/.test(host);
+  if (!allowPrivate && (loopbackName || (net.isIP(host) && isPrivateAddress(host)))) {
     throw new ValidationError('url', 'must not point to a private, loopback or link-local address');
   }
   return url.href;
