@@ -1,0 +1,37 @@
+/**
+ * The baseline: a bare Fastify server with one route, `GET /contact`, answering a fixed JSON
+ * body (BENCH_BARE_BODY, a real contact from the service). No auth, no database, no logging.
+ * Run as a child of the harness (`node --import tsx bench/lib/bare-server.ts`): it prints
+ * `{"port":N}` once listening on 127.0.0.1 and exits on SIGTERM/SIGINT or when its stdin
+ * closes (the harness died).
+ */
+import Fastify from 'fastify';
+
+const raw = process.env.BENCH_BARE_BODY;
+if (!raw) {
+  process.stderr.write('bare-server: BENCH_BARE_BODY is not set\n');
+  process.exit(2);
+}
+const body: unknown = JSON.parse(raw);
+
+const app = Fastify({ logger: false });
+app.get('/contact', async () => body);
+
+let closing = false;
+const close = () => {
+  if (closing) return;
+  closing = true;
+  const force = setTimeout(() => process.exit(1), 5_000);
+  force.unref();
+  void app.close().then(() => process.exit(0));
+};
+process.on('SIGTERM', close);
+process.on('SIGINT', close);
+process.stdin.on('end', close);
+process.stdin.on('error', close);
+process.stdin.resume();
+
+await app.listen({ host: '127.0.0.1', port: 0 });
+const address = app.server.address();
+if (typeof address !== 'object' || address === null) throw new Error('bare-server: no address');
+process.stdout.write(`${JSON.stringify({ port: address.port })}\n`);

@@ -1,0 +1,207 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import {
+  OutputTail,
+  delay,
+  errMessage,
+  exited,
+  freePort,
+  hasExited,
+  settlesWithin,
+  stopChild,
+} from './child.js';
+import { expectJson, stringField } from './http.js';
+import { redactUrl } from './settings.js';
+
+/** The built service (`node dist/main.js`) running as a child process on 127.0.0.1. */
+export interface ServiceHandle {
+  /** `http://127.0.0.1:<port>` */
+  url: string;
+  /** Which database it runs on, for the report. */
+  database: string;
+  /** A fresh Enterprise account (rate limit 1,000,000/min) with one API key, via the admin API. */
+  createAccount(name: string): Promise<BenchAccount>;
+  /** SIGTERM (SIGKILL after a grace period), then removes the temp DATA_DIR. Idempotent. */
+  stop(): Promise<void>;
+}
+
+export interface BenchAccount {
+  accountId: string;
+  apiKey: string;
+}
+
+const READY_TIMEOUT_MS = 180_000; // the first start on an embedded store runs initdb
+const READY_POLL_MS = 250;
+const START_ATTEMPTS = 3;
+// The service forces its own exit 30 s after SIGTERM; a little more before we SIGKILL.
+const STOP_GRACE_MS = 40_000;
+const ECHO_MAX_LINES = 20;
+export const BENCH_RATE_LIMIT = 1_000_000;
+
+// Settings the harness decides; anything inherited under these names is dropped. REDIS_URL
+// too: the rate limiter stays in memory so that runs are comparable.
+const OWNED_ENV = [
+  'PORT',
+  'HOST',
+  'DATA_DIR',
+  'DATABASE_URL',
+  'REDIS_URL',
+  'ADMIN_TOKEN',
+  'LOG_LEVEL',
+];
+
+export async function startService(opts: {
+  projectRoot: string;
+  databaseUrl: string | null;
+  log: (line: string) => void;
+}): Promise<ServiceHandle> {
+  const mainJs = path.join(opts.projectRoot, 'dist', 'main.js');
+  if (!existsSync(mainJs)) throw new Error(`${mainJs} not found: run "npm run build" first`);
+
+  let dataDir: string | null = null;
+  if (opts.databaseUrl === null) {
+    dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'switchboard-bench-'));
+    // Run as root, the service starts PostgreSQL as the postgres user, which must enter it.
+    await fs.chmod(dataDir, 0o755);
+  }
+  const adminToken = randomBytes(24).toString('hex');
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  for (const name of OWNED_ENV) delete env[name];
+  Object.assign(env, { HOST: '127.0.0.1', ADMIN_TOKEN: adminToken, LOG_LEVEL: 'warn' });
+  if (opts.databaseUrl !== null) env.DATABASE_URL = opts.databaseUrl;
+  if (dataDir !== null) env.DATA_DIR = dataDir;
+
+  let child: ChildProcess | undefined;
+  const cleanup = async () => {
+    if (child) await stopChild(child, STOP_GRACE_MS);
+    if (dataDir !== null) {
+      await stopLeftoverPostgres(dataDir, opts.log);
+      await fs.rm(dataDir, { recursive: true, force: true });
+    }
+  };
+
+  try {
+    let url = '';
+    for (let attempt = 1; ; attempt++) {
+      const port = await freePort();
+      url = `http://127.0.0.1:${port}`;
+      const tail = new OutputTail();
+      let echoed = 0;
+      const echo = (line: string) => {
+        // Only warnings and errors are logged (LOG_LEVEL=warn); the first few are shown.
+        // stdout also carries the Default account's API key on a new store: never echoed.
+        if (!line.startsWith('{')) return;
+        if (echoed < ECHO_MAX_LINES) opts.log(`[service] ${line}`);
+        else if (echoed === ECHO_MAX_LINES) opts.log('[service] (further log lines not shown)');
+        echoed++;
+      };
+      child = spawn(process.execPath, [mainJs], {
+        cwd: opts.projectRoot,
+        env: { ...env, PORT: String(port) },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      tail.follow(child.stdout, echo);
+      tail.follow(child.stderr, echo);
+      const spawnFailed = new Promise<Error>((resolve) => child?.once('error', resolve));
+      const outcome = await Promise.race([waitReady(url, child), spawnFailed]);
+      if (outcome === 'ready') break;
+      if (outcome instanceof Error) throw outcome;
+      const output = tail.toString();
+      if (/EADDRINUSE/.test(output) && attempt < START_ATTEMPTS) {
+        opts.log(`port ${port} was taken; retrying`);
+        continue;
+      }
+      await stopChild(child, STOP_GRACE_MS);
+      throw new Error(
+        outcome === 'exited'
+          ? `the service exited during startup (code ${child.exitCode ?? 'null'}):\n${output}`
+          : `the service was not ready within ${READY_TIMEOUT_MS / 1000} s:\n${output}`,
+      );
+    }
+
+    let stopping: Promise<void> | undefined;
+    const serviceUrl = url;
+    return {
+      url: serviceUrl,
+      database:
+        opts.databaseUrl === null
+          ? `embedded PostgreSQL (fresh temp DATA_DIR ${dataDir ?? ''})`
+          : `${redactUrl(opts.databaseUrl)} (BENCH_DATABASE_URL)`,
+      createAccount: async (name) => {
+        const account = await expectJson(201, `${serviceUrl}/admin/accounts`, {
+          method: 'POST',
+          token: adminToken,
+          body: { name, plan: 'enterprise', rate_limit_per_minute: BENCH_RATE_LIMIT },
+        });
+        const accountId = stringField(account, 'id');
+        const key = await expectJson(201, `${serviceUrl}/admin/accounts/${accountId}/api-keys`, {
+          method: 'POST',
+          token: adminToken,
+          body: {},
+        });
+        return { accountId, apiKey: stringField(key, 'api_key') };
+      },
+      stop: () => (stopping ??= cleanup()),
+    };
+  } catch (err) {
+    await cleanup().catch((cleanupErr: unknown) =>
+      opts.log(`cleanup after a failed start also failed: ${errMessage(cleanupErr)}`),
+    );
+    throw err;
+  }
+}
+
+/** 'ready' once GET /readyz answers 200; 'exited' if the child ends first; 'timeout'. */
+async function waitReady(
+  url: string,
+  child: ChildProcess,
+): Promise<'ready' | 'exited' | 'timeout'> {
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  const gone = exited(child);
+  while (Date.now() < deadline) {
+    if (hasExited(child)) return 'exited';
+    try {
+      const res = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(2_000) });
+      await res.arrayBuffer();
+      if (res.status === 200) return 'ready';
+    } catch {
+      // not listening yet
+    }
+    await settlesWithin(gone, READY_POLL_MS);
+  }
+  return 'timeout';
+}
+
+/**
+ * The service stops its embedded PostgreSQL on SIGTERM. Only if it had to be SIGKILLed does
+ * the server outlive it (it is started detached); stop it then, before its directory goes.
+ */
+async function stopLeftoverPostgres(dataDir: string, log: (line: string) => void): Promise<void> {
+  let content: string;
+  try {
+    content = await fs.readFile(path.join(dataDir, 'pg', 'postmaster.pid'), 'utf8');
+  } catch {
+    return; // stopped cleanly: PostgreSQL removes its pid file
+  }
+  const first = content.split('\n')[0]?.trim() ?? '';
+  if (!/^\d+$/.test(first) || Number(first) <= 1) return;
+  const pid = Number(first);
+  if (!isAlive(pid)) return;
+  log(`stopping leftover embedded PostgreSQL (pid ${pid})`);
+  process.kill(pid, 'SIGINT'); // fast shutdown
+  for (let i = 0; i < 300 && isAlive(pid); i++) await delay(100);
+  if (isAlive(pid)) process.kill(pid, 'SIGKILL');
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,124 @@
+/**
+ * Benchmark harness: `npm run bench [-- suite...]` (or, after `npm run build`,
+ * `npx tsx bench/run.ts [suite...]`). Runs the named suites (default: all, in registry order)
+ * against the built service, started once for the run; see bench/lib/settings.ts for the
+ * BENCH_* environment variables.
+ */
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { errMessage } from './lib/child.js';
+import { machineInfo } from './lib/report.js';
+import { startService } from './lib/service.js';
+import { SettingsError, loadSettings } from './lib/settings.js';
+import type { BenchContext } from './lib/suite.js';
+import { suites } from './suites/index.js';
+
+const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+function log(line: string): void {
+  process.stdout.write(`${line}\n`);
+}
+
+function usage(): string {
+  return [
+    'usage: tsx bench/run.ts [suite...]   (default: every suite)',
+    '',
+    'suites:',
+    ...suites.map((s) => `  ${s.name.padEnd(12)} ${s.description}`),
+    '',
+    'environment: BENCH_DURATION (s per run, 10), BENCH_WARMUP (s, 3), BENCH_RUNS (3),',
+    '  BENCH_CONNECTIONS (20), BENCH_DATABASE_URL (else embedded PostgreSQL in a temp dir)',
+  ].join('\n');
+}
+
+async function main(args: string[]): Promise<number> {
+  if (args.includes('-h') || args.includes('--help')) {
+    log(usage());
+    return 0;
+  }
+  const unknown = args.filter((name) => !suites.some((s) => s.name === name));
+  if (unknown.length > 0) {
+    process.stderr.write(`unknown suite: ${unknown.join(', ')}\n\n${usage()}\n`);
+    return 2;
+  }
+  const selected = args.length === 0 ? suites : suites.filter((s) => args.includes(s.name));
+
+  let settings;
+  try {
+    settings = loadSettings();
+  } catch (err) {
+    if (err instanceof SettingsError) {
+      process.stderr.write(`bench: ${err.message}\n`);
+      return 2;
+    }
+    throw err;
+  }
+
+  const cleanups: Array<() => Promise<void>> = [];
+  let cleaning: Promise<void> | undefined;
+  const runCleanups = () =>
+    (cleaning ??= (async () => {
+      for (let fn = cleanups.pop(); fn; fn = cleanups.pop()) {
+        await fn().catch((err: unknown) =>
+          process.stderr.write(`bench: cleanup failed: ${errMessage(err)}\n`),
+        );
+      }
+    })());
+  let interrupted = false;
+  const onSignal = (signal: NodeJS.Signals) => {
+    interrupted = true;
+    process.stderr.write(`\nbench: ${signal}; stopping the service and cleaning up\n`);
+    void runCleanups().finally(() => process.exit(130));
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+
+  const machine = machineInfo();
+  log(`Switchboard benchmark  ${new Date().toISOString()}`);
+  log(`machine: nproc ${machine.nproc}, ${machine.cpu}, ${machine.platform}`);
+  log(`node: ${machine.node}; load average at start: ${machine.loadAvg}`);
+  log(
+    `load: autocannon, ${settings.connections} connections, ${settings.warmupS} s warm-up, ` +
+      `${settings.runs} runs x ${settings.durationS} s per target (medians reported)`,
+  );
+
+  try {
+    const starting = startService({ projectRoot, databaseUrl: settings.databaseUrl, log });
+    // Registered before the start completes, so that a signal during startup still stops it.
+    cleanups.push(async () => (await starting.catch(() => null))?.stop());
+    const service = await starting;
+    log(`database: ${service.database}`);
+    log(`service: node dist/main.js on ${service.url} (LOG_LEVEL=warn, in-memory rate limiter)`);
+
+    const ctx: BenchContext = {
+      projectRoot,
+      settings,
+      service,
+      log,
+      defer: (cleanup) => void cleanups.push(cleanup),
+    };
+    for (const suite of selected) {
+      log(`\n== ${suite.name}: ${suite.description}`);
+      await suite.run(ctx);
+    }
+    return 0;
+  } catch (err) {
+    // After a signal the service is being stopped under the load: that failure is expected.
+    if (interrupted) return 130;
+    process.stderr.write(
+      `\nbench: failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+    );
+    return 1;
+  } finally {
+    await runCleanups();
+  }
+}
+
+// Exit explicitly: keep-alive sockets or timers left by a failed run must not hold the process.
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    process.stderr.write(`bench: ${errMessage(err)}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,175 @@
+import { startBareServer } from '../lib/bare.js';
+import { expectJson } from '../lib/http.js';
+import { measure, runLoad, type LoadTarget, type Measurement } from '../lib/load.js';
+import { formatTable } from '../lib/report.js';
+import type { BenchContext, Suite } from '../lib/suite.js';
+
+const SEED_COUNT = 10_000;
+const SEED_CONCURRENCY = 20;
+const SEED_TIMEOUT_S = 600;
+const PHONE_MAX = 9_999_999;
+
+/** +1415 and a 7-digit counter: unique in the account, and a possible NANP number. */
+function phone(n: number): string {
+  return `+1415${String(n).padStart(7, '0')}`;
+}
+
+/**
+ * Creates `count` contacts (phones 0…count-1) with autocannon, `concurrency` requests in
+ * flight; returns their ids. Any status but 201 fails the run.
+ */
+async function seedContacts(
+  baseUrl: string,
+  apiKey: string,
+  count: number,
+  concurrency: number,
+): Promise<string[]> {
+  const ids: string[] = [];
+  let next = 0;
+  await runLoad(
+    {
+      name: 'seed POST /v1/contacts',
+      url: baseUrl,
+      requests: [
+        {
+          method: 'POST',
+          path: '/v1/contacts',
+          headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+          setupRequest: (req) => {
+            const n = next++;
+            req.body = JSON.stringify({
+              phone: phone(n),
+              name: `Bench Contact ${String(n).padStart(5, '0')}`,
+            });
+            return req;
+          },
+          onResponse: (status, body) => {
+            if (status === 201) ids.push((JSON.parse(body) as { id: string }).id);
+          },
+        },
+      ],
+      expectedStatuses: [201],
+    },
+    { amount: count, connections: concurrency, durationS: SEED_TIMEOUT_S },
+  );
+  if (ids.length !== count || new Set(ids).size !== count) {
+    throw new Error(
+      `seeding returned ${ids.length} ids (${new Set(ids).size} distinct), expected ${count}`,
+    );
+  }
+  return ids;
+}
+
+function printTable(ctx: BenchContext, results: Measurement[], baseline: Measurement): void {
+  const rows = results.map((r) => [
+    r.name,
+    r.reqPerSec.toFixed(0),
+    r.p50Ms.toFixed(2),
+    r.p99Ms.toFixed(2),
+    (r.reqPerSec / baseline.reqPerSec).toFixed(2),
+  ]);
+  ctx.log('');
+  ctx.log(formatTable(['target', 'req/s', 'p50 ms', 'p99 ms', 'x bare'], rows));
+  ctx.log(
+    `(medians of ${ctx.settings.runs} runs of ${ctx.settings.durationS} s, ${ctx.settings.connections} connections; ` +
+      `x bare = req/s relative to the bare Fastify route)`,
+  );
+}
+
+export const contactsSuite: Suite = {
+  name: 'contacts',
+  description: `contacts API on ${SEED_COUNT.toLocaleString('en-US')} seeded contacts, against a bare Fastify route`,
+  async run(ctx) {
+    const { service, settings } = ctx;
+    const account = await service.createAccount('bench contacts');
+    const auth = { authorization: `Bearer ${account.apiKey}` };
+
+    const seedStart = performance.now();
+    const ids = await seedContacts(service.url, account.apiKey, SEED_COUNT, SEED_CONCURRENCY);
+    const seedS = (performance.now() - seedStart) / 1000;
+    ctx.log(
+      `seeded ${ids.length} contacts in ${seedS.toFixed(1)} s ` +
+        `(${(ids.length / seedS).toFixed(0)}/s, ${SEED_CONCURRENCY} concurrent POSTs via autocannon) into account ${account.accountId}`,
+    );
+    const page = await expectJson(200, `${service.url}/v1/contacts?limit=1`, {
+      token: account.apiKey,
+    });
+    if (page.total !== SEED_COUNT) {
+      throw new Error(
+        `expected ${SEED_COUNT} contacts in the account, the list says ${JSON.stringify(page.total)}`,
+      );
+    }
+
+    // The baseline answers a real contact of this account: same shape, same size.
+    const sample = await expectJson(200, `${service.url}/v1/contacts/${ids[0] ?? ''}`, {
+      token: account.apiKey,
+    });
+    ctx.log(`contact body: ${Buffer.byteLength(JSON.stringify(sample))} bytes`);
+    const bare = await startBareServer(ctx.projectRoot, sample);
+    ctx.defer(() => bare.stop());
+
+    let nextId = 0;
+    // Unique phones for creates, after the seeded ones; shared by all connections and runs.
+    let nextPhone = SEED_COUNT;
+    const targets: LoadTarget[] = [
+      { name: 'bare Fastify GET (baseline)', url: bare.url },
+      {
+        name: 'GET /v1/contacts/{id}',
+        url: service.url,
+        requests: [
+          {
+            method: 'GET',
+            headers: auth,
+            setupRequest: (req) => {
+              req.path = `/v1/contacts/${ids[nextId++ % ids.length] ?? ''}`;
+              return req;
+            },
+          },
+        ],
+        expectedStatuses: [200],
+      },
+      {
+        name: 'GET /v1/contacts?limit=20',
+        url: `${service.url}/v1/contacts?limit=20`,
+        headers: auth,
+        expectedStatuses: [200],
+      },
+      {
+        name: 'POST /v1/contacts',
+        url: service.url,
+        requests: [
+          {
+            method: 'POST',
+            path: '/v1/contacts',
+            headers: { ...auth, 'content-type': 'application/json' },
+            setupRequest: (req) => {
+              // Past PHONE_MAX the phones would repeat: the 409s then fail the run loudly.
+              const n = nextPhone++ % (PHONE_MAX + 1);
+              req.body = JSON.stringify({ phone: phone(n), name: `Bench Create ${n}` });
+              return req;
+            },
+          },
+        ],
+        expectedStatuses: [201],
+      },
+    ];
+
+    const results: Measurement[] = [];
+    for (const target of targets) {
+      ctx.log(`measuring ${target.name}`);
+      results.push(
+        await measure(target, {
+          durationS: settings.durationS,
+          warmupS: settings.warmupS,
+          runs: settings.runs,
+          connections: settings.connections,
+          log: ctx.log,
+        }),
+      );
+    }
+    await bare.stop();
+    const baseline = results[0];
+    if (!baseline) throw new Error('no baseline measured');
+    printTable(ctx, results, baseline);
+  },
+};
