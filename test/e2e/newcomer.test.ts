@@ -1,8 +1,19 @@
 import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { readFileSync } from 'node:fs';
 import { runCli, startService, type ServiceProcess } from './process.js';
+
+/** Alive and not a zombie: an orphan stopped cleanly may linger as a zombie where PID 1 does not reap. */
+function isRunning(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return false;
+  }
+}
 
 // The newcomer's path: the service on its own embedded PostgreSQL under DATA_DIR, as `npm start` runs it.
 describe('the service on its embedded PostgreSQL', () => {
@@ -13,8 +24,16 @@ describe('the service on its embedded PostgreSQL', () => {
     dataDir = await mkdtemp(path.join(tmpdir(), 'switchboard-e2e-'));
     await chmod(dataDir, 0o755);
   });
+  afterEach(async () => {
+    // A test that failed half-way must not leave its service owning DATA_DIR for the next one.
+    for (const s of running.splice(0)) {
+      if (s.child.exitCode === null && s.child.signalCode === null) {
+        s.child.kill('SIGTERM');
+        await s.exited;
+      }
+    }
+  });
   afterAll(async () => {
-    for (const s of running) s.child.kill('SIGKILL');
     // A SIGKILLed service leaves its PostgreSQL behind; one more start and stop clears it.
     const cleanup = await startService({ DATA_DIR: dataDir }).catch(() => null);
     if (cleanup) {
@@ -38,12 +57,12 @@ describe('the service on its embedded PostgreSQL', () => {
     first.child.kill('SIGKILL');
     await first.exited;
     const leftover = Number((await readFile(path.join(dataDir, 'pg', 'postmaster.pid'), 'utf8')).split('\n')[0]);
-    expect(() => process.kill(leftover, 0)).not.toThrow();
+    expect(isRunning(leftover)).toBe(true);
 
     const second = await startService({ DATA_DIR: dataDir });
     running.push(second);
     expect(second.stdout()).not.toMatch(/sb_live_/); // the key is printed only on the first start
-    expect(() => process.kill(leftover, 0)).toThrow(); // the orphan was stopped, not doubled
+    expect(isRunning(leftover)).toBe(false); // the orphan was stopped, not doubled
     const read = await fetch(`${second.base}/v1/contacts/${contact.id}`, { headers: auth });
     expect(read.status).toBe(200);
     expect(((await read.json()) as { name: string }).name).toBe('Kept');
