@@ -73,8 +73,8 @@ function decide(
 }
 
 /** First index whose value is > `cutoff`; `log` is sorted ascending. */
-function firstAfter(log: readonly number[], cutoff: number): number {
-  let lo = 0;
+function firstAfter(log: readonly number[], cutoff: number, from = 0): number {
+  let lo = from;
   let hi = log.length;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
@@ -86,8 +86,11 @@ function firstAfter(log: readonly number[], cutoff: number): number {
 
 export class MemoryRateLimiter implements RateLimiter {
   private readonly windowMs: number;
-  /** Per key, timestamps of counted requests, sorted ascending. */
-  private readonly logs = new Map<string, number[]>();
+  /**
+   * Per key, timestamps of counted requests, sorted ascending, from `head` on: expired entries
+   * are skipped by moving `head` and compacted away in bulk, so a hit costs O(log n), not O(n).
+   */
+  private readonly logs = new Map<string, { ts: number[]; head: number }>();
   private readonly sweepTimer: NodeJS.Timeout;
   private closed = false;
   // The sweeper runs on wall-clock timers but hits may carry injected time; tracking the
@@ -114,27 +117,31 @@ export class MemoryRateLimiter implements RateLimiter {
 
     let log = this.logs.get(key);
     if (log === undefined) {
-      log = [];
+      log = { ts: [], head: 0 };
       this.logs.set(key, log);
     }
-    const expired = firstAfter(log, nowMs - this.windowMs);
-    if (expired > 0) log.splice(0, expired);
+    const ts = log.ts;
+    log.head = firstAfter(ts, nowMs - this.windowMs, log.head);
+    if (log.head > 1024 && log.head * 2 > ts.length) {
+      ts.splice(0, log.head);
+      log.head = 0;
+    }
 
-    const allowed = log.length < limit;
+    const allowed = ts.length - log.head < limit;
     if (allowed) {
       // Callers' clocks can step backwards (NTP, injected time); keeping the log sorted
       // keeps pruning and the oldest/blocker lookups correct regardless.
-      const last = log[log.length - 1];
-      if (last === undefined || nowMs >= last) log.push(nowMs);
-      else log.splice(firstAfter(log, nowMs), 0, nowMs);
+      const last = ts[ts.length - 1];
+      if (last === undefined || nowMs >= last) ts.push(nowMs);
+      else ts.splice(firstAfter(ts, nowMs, log.head), 0, nowMs);
     }
 
-    const count = log.length;
+    const count = ts.length - log.head;
     if (count === 0) this.logs.delete(key);
     // Only when refused because of a lowered limit can count exceed limit; the slot frees
     // when enough of the oldest entries have left to bring count back under the limit.
-    const blocker = !allowed && limit > 0 ? log[count - limit] : undefined;
-    return decide(allowed, limit, count, log[0], blocker, nowMs, this.windowMs);
+    const blocker = !allowed && limit > 0 ? ts[ts.length - limit] : undefined;
+    return decide(allowed, limit, count, ts[log.head], blocker, nowMs, this.windowMs);
   }
 
   /**
@@ -145,7 +152,7 @@ export class MemoryRateLimiter implements RateLimiter {
     const cutoff = nowMs - this.windowMs;
     let dropped = 0;
     for (const [key, log] of this.logs) {
-      const newest = log[log.length - 1];
+      const newest = log.ts[log.ts.length - 1];
       if (newest === undefined || newest <= cutoff) {
         this.logs.delete(key);
         dropped++;

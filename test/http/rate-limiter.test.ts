@@ -236,6 +236,19 @@ for (const backend of backends) {
 }
 
 describe('MemoryRateLimiter only', () => {
+  it('counts exactly across bulk compaction of thousands of expired entries', async () => {
+    const l = track(new MemoryRateLimiter());
+    for (let i = 0; i < 3000; i++) await l.hit('bulk', 5000, 1_000 + i);
+    // Everything above has left the window; 10 new hits are the only ones counted.
+    for (let i = 0; i < 10; i++) await l.hit('bulk', 5000, 70_000 + i);
+    const d = await l.hit('bulk', 5000, 70_010);
+    expect(d.remaining).toBe(5000 - 11);
+    expect(d.resetSeconds).toBe(60);
+    // The six at 70000–70005 leave (an entry counts while now − t < 60 s); five stay, plus this one.
+    const later = await l.hit('bulk', 5000, 130_005);
+    expect(later.remaining).toBe(5000 - 6);
+  });
+
   it('sweeps keys whose newest request has left the window', async () => {
     const l = track(new MemoryRateLimiter());
     await l.hit('idle', 5, T0);
