@@ -6,6 +6,8 @@ export interface Config {
   host: string;
   dataDir: string;
   databaseUrl: string | null;
+  /** Named prepared statements; off for poolers that cannot keep them (PgBouncer transaction mode before 1.21). */
+  databasePreparedStatements: boolean;
   redisUrl: string | null;
   adminToken: string | null;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -71,6 +73,7 @@ export function loadConfig(env: Env = process.env): Config {
     host: env.HOST || '127.0.0.1',
     dataDir: path.resolve(env.DATA_DIR || './data'),
     databaseUrl: readUrl(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
+    databasePreparedStatements: readBool(env, 'DATABASE_PREPARED_STATEMENTS', true),
     redisUrl: readUrl(env, 'REDIS_URL', ['redis:', 'rediss:']),
     adminToken: adminToken === '' ? null : adminToken,
     logLevel: logLevel as Config['logLevel'],

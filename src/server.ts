@@ -22,7 +22,7 @@ export async function openStore(config: Config, log: (line: string) => void = ()
     embedded = await startEmbeddedPostgres({ dataDir: config.dataDir, log });
     url = embedded.url;
   }
-  const db = createDb(url);
+  const db = createDb(url, { preparedStatements: config.databasePreparedStatements });
   try {
     await migrate(db);
   } catch (err) {

@@ -1,0 +1,50 @@
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { createDb, type Db } from '../../src/db/database.js';
+
+// One connection, so every statement runs in the session whose prepared statements we read.
+let db: Db;
+beforeAll(() => {
+  db = createDb(inject('databaseUrl'), { max: 1 });
+});
+afterAll(() => db.destroy());
+
+const prepared = async (fragment: string) =>
+  (await sql<{ statement: string }>`SELECT statement FROM pg_prepared_statements`.execute(db)).rows.filter((r) =>
+    r.statement.includes(fragment),
+  );
+
+describe('named prepared statements', () => {
+  it('prepares parametrized statements without *, and only those', async () => {
+    await sql`CREATE TEMP TABLE prep_probe (id int, v text)`.execute(db);
+    await sql`INSERT INTO prep_probe VALUES (1, 'a')`.execute(db);
+    await sql`SELECT id, v FROM prep_probe WHERE id = ${1}`.execute(db);
+    await sql`SELECT * FROM prep_probe WHERE id = ${1}`.execute(db);
+    await sql`SELECT id FROM prep_probe`.execute(db);
+    const rows = await prepared('prep_probe');
+    expect(rows.map((r) => r.statement)).toEqual(['SELECT id, v FROM prep_probe WHERE id = $1']);
+  });
+
+  it('keeps working when a column is added after statements were prepared', async () => {
+    await sql`CREATE TEMP TABLE prep_alter (id int, v text)`.execute(db);
+    await sql`INSERT INTO prep_alter VALUES (1, 'a')`.execute(db);
+    const before = await sql<{ v: string }>`SELECT id, v FROM prep_alter WHERE id = ${1}`.execute(db);
+    await sql`ALTER TABLE prep_alter ADD COLUMN w int`.execute(db);
+    const explicit = await sql<{ v: string }>`SELECT id, v FROM prep_alter WHERE id = ${1}`.execute(db);
+    const star = await sql<{ w: number | null }>`SELECT * FROM prep_alter WHERE id = ${1}`.execute(db);
+    expect(before.rows[0]?.v).toBe('a');
+    expect(explicit.rows[0]?.v).toBe('a');
+    expect(star.rows[0]?.w).toBeNull();
+  });
+
+  it('can be switched off', async () => {
+    const plain = createDb(inject('databaseUrl'), { max: 1, preparedStatements: false });
+    try {
+      await sql`SELECT ${1}::int AS one`.execute(plain);
+      const rows = (await sql<{ n: string }>`SELECT count(*) AS n FROM pg_prepared_statements`.execute(plain)).rows;
+      expect(Number(rows[0]?.n)).toBe(0);
+    } finally {
+      await plain.destroy();
+    }
+  });
+});
