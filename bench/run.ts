@@ -1,14 +1,15 @@
 /**
  * Benchmark harness: `npm run bench [-- suite...]` (or, after `npm run build`,
  * `npx tsx bench/run.ts [suite...]`). Runs the named suites (default: all, in registry order)
- * against the built service, started once for the run; see bench/lib/settings.ts for the
- * BENCH_* environment variables.
+ * against the built service, started once for the run (again, on a fresh store, when a suite asks
+ * for other service settings: `Suite.serviceEnv`); see bench/lib/settings.ts for the BENCH_*
+ * environment variables.
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { errMessage } from './lib/child.js';
 import { machineInfo } from './lib/report.js';
-import { startService } from './lib/service.js';
+import { startService, type ServiceHandle } from './lib/service.js';
 import { SettingsError, loadSettings } from './lib/settings.js';
 import type { BenchContext } from './lib/suite.js';
 import { suites } from './suites/index.js';
@@ -28,6 +29,11 @@ function usage(): string {
     '',
     'environment: BENCH_DURATION (s per run, 10), BENCH_WARMUP (s, 3), BENCH_RUNS (3),',
     '  BENCH_CONNECTIONS (20), BENCH_DATABASE_URL (else embedded PostgreSQL in a temp dir)',
+    'messages:   BENCH_MESSAGES_CONTACTS (1000), BENCH_CONVERSATION_MESSAGES (1000)',
+    'webhooks:   BENCH_WEBHOOK_EVENTS (20000), BENCH_WEBHOOK_RATE (/s, 500), BENCH_WEBHOOK_SECONDS (20)',
+    'broadcasts: BENCH_BROADCAST_CONTACTS (100000), BENCH_BROADCAST_READ_CONNECTIONS (10),',
+    '  BENCH_BROADCAST_READ_RATE (/s, 0 = unthrottled); BROADCAST_BATCH_SIZE passes to the service',
+    'both:       BENCH_WAIT_TIMEOUT (s, 900): bound on waiting for deliveries / the fan-out',
   ].join('\n');
 }
 
@@ -56,14 +62,16 @@ async function main(args: string[]): Promise<number> {
 
   const cleanups: Array<() => Promise<void>> = [];
   let cleaning: Promise<void> | undefined;
-  const runCleanups = () =>
-    (cleaning ??= (async () => {
-      for (let fn = cleanups.pop(); fn; fn = cleanups.pop()) {
-        await fn().catch((err: unknown) =>
-          process.stderr.write(`bench: cleanup failed: ${errMessage(err)}\n`),
-        );
-      }
-    })());
+  /** Runs (last in, first out) the cleanups registered after the first `keep`. */
+  const unwind = async (keep: number) => {
+    while (cleanups.length > keep) {
+      const fn = cleanups.pop();
+      await fn?.().catch((err: unknown) =>
+        process.stderr.write(`bench: cleanup failed: ${errMessage(err)}\n`),
+      );
+    }
+  };
+  const runCleanups = () => (cleaning ??= unwind(0));
   let interrupted = false;
   const onSignal = (signal: NodeJS.Signals) => {
     interrupted = true;
@@ -83,23 +91,53 @@ async function main(args: string[]): Promise<number> {
   );
 
   try {
-    const starting = startService({ projectRoot, databaseUrl: settings.databaseUrl, log });
-    // Registered before the start completes, so that a signal during startup still stops it.
-    cleanups.push(async () => (await starting.catch(() => null))?.stop());
-    const service = await starting;
-    log(`database: ${service.database}`);
-    log(`service: node dist/main.js on ${service.url} (LOG_LEVEL=warn, in-memory rate limiter)`);
-
-    const ctx: BenchContext = {
-      projectRoot,
-      settings,
-      service,
-      log,
-      defer: (cleanup) => void cleanups.push(cleanup),
-    };
+    // Consecutive suites with the same serviceEnv share a service; another serviceEnv gets a
+    // new one (and a fresh embedded store), so settings and background work never cross suites.
+    let current = null as { key: string; service: ServiceHandle } | null;
     for (const suite of selected) {
+      const extraEnv = suite.serviceEnv ?? {};
+      const key = JSON.stringify(Object.entries(extraEnv).sort(([a], [b]) => a.localeCompare(b)));
+      if (current?.key !== key) {
+        if (current) {
+          log('\nstopping the service: the next suite runs it with other settings');
+          await current.service.stop();
+        }
+        const starting = startService({
+          projectRoot,
+          databaseUrl: settings.databaseUrl,
+          log,
+          extraEnv,
+        });
+        // Registered before the start completes, so that a signal during startup still stops it.
+        cleanups.push(async () => (await starting.catch(() => null))?.stop());
+        const service = await starting;
+        const extra = Object.entries(extraEnv).map(([name, value]) => `${name}=${value}`);
+        log(`database: ${service.database}`);
+        log(
+          `service: node dist/main.js on ${service.url} (LOG_LEVEL=warn, in-memory rate limiter` +
+            `${extra.length > 0 ? `; ${extra.join(' ')}` : ''})`,
+        );
+        current = { key, service };
+      }
+
+      const ctx: BenchContext = {
+        projectRoot,
+        settings,
+        service: current.service,
+        log,
+        defer: (cleanup) => void cleanups.push(cleanup),
+      };
       log(`\n== ${suite.name}: ${suite.description}`);
+      // Each suite's section carries the machine and its load at that moment.
+      const now = machineInfo();
+      log(
+        `machine: nproc ${now.nproc}, ${now.cpu}, ${now.platform}; node ${now.node}; ` +
+          `load average now: ${now.loadAvg}`,
+      );
+      const suiteCleanups = cleanups.length;
       await suite.run(ctx);
+      // The suite's own cleanups (servers, database clients) end with it, before the service.
+      if (!interrupted) await unwind(suiteCleanups);
     }
     return 0;
   } catch (err) {

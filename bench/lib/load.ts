@@ -22,6 +22,15 @@ export interface LoadOptions {
   connections: number;
   /** A fixed number of requests instead of a fixed duration (e.g. to seed data). */
   amount?: number;
+  /**
+   * Requests per second over all connections (autocannon's `overallRate`: each connection
+   * sends its share as fast as it can at the start of every second, then waits).
+   */
+  overallRate?: number;
+  /** Ends the run early (its figures cover the run so far); `durationS` stays the bound. */
+  signal?: AbortSignal;
+  /** Latencies are kept only while this answers true (statuses are always checked). */
+  recordLatency?: () => boolean;
 }
 
 /** Figures of one run. Latencies count only responses with an expected status. */
@@ -99,6 +108,7 @@ export async function runLoad(target: LoadTarget, opts: LoadOptions): Promise<Lo
         connections: opts.connections,
         duration: opts.durationS,
         ...(opts.amount !== undefined ? { amount: opts.amount } : {}),
+        ...(opts.overallRate !== undefined ? { overallRate: opts.overallRate } : {}),
         timeout: 10,
         title: target.name,
         ...(target.method ? { method: target.method } : {}),
@@ -114,8 +124,13 @@ export async function runLoad(target: LoadTarget, opts: LoadOptions): Promise<Lo
       },
     );
     stopRun = () => instance.stop();
+    if (opts.signal) {
+      if (opts.signal.aborted) stopRun();
+      else opts.signal.addEventListener('abort', stopRun, { once: true });
+    }
+    const keep = opts.recordLatency ?? (() => true);
     instance.on('response', (_client, statusCode, _bytes, responseTimeMs) => {
-      if (isExpected(target, statusCode)) latencies.add(responseTimeMs);
+      if (isExpected(target, statusCode) && keep()) latencies.add(responseTimeMs);
     });
   });
 

@@ -43,3 +43,53 @@ export function machineInfo(): MachineInfo {
       .join(' '),
   };
 }
+
+/** Nearest-rank percentile (`p` in 0…100) of unsorted values; NaN when there are none. */
+export function percentile(values: ArrayLike<number>, p: number): number {
+  const n = values.length;
+  if (n === 0) return NaN;
+  const sorted = Float64Array.from(values).sort();
+  const rank = Math.min(n, Math.max(1, Math.ceil((p / 100) * n)));
+  return sorted[rank - 1] ?? NaN;
+}
+
+/** 12345.6 → "12,346". */
+export function fmtInt(value: number): string {
+  return Number.isFinite(value) ? Math.round(value).toLocaleString('en-US') : 'n/a';
+}
+
+/** A figure with `digits` decimals, or "n/a". */
+export function fmt(value: number, digits = 1): string {
+  return Number.isFinite(value) ? value.toFixed(digits) : 'n/a';
+}
+
+/** 0.43 → "0.43", 0.0047 → "0.0047": two decimals, or two significant digits below 0.1. */
+function ratio(value: number): string {
+  if (!Number.isFinite(value)) return 'n/a';
+  return value >= 0.1 || value === 0 ? value.toFixed(2) : value.toPrecision(2);
+}
+
+/**
+ * The suites' table: req/s, p50, p99 and "x bare" (req/s relative to the bare Fastify route,
+ * measured in the same run) for each target, and a line saying how they were measured.
+ */
+export function printMeasurements(
+  log: (line: string) => void,
+  settings: { runs: number; durationS: number; connections: number },
+  results: Array<{ name: string; reqPerSec: number; p50Ms: number; p99Ms: number }>,
+  baseline: { reqPerSec: number },
+): void {
+  const rows = results.map((r) => [
+    r.name,
+    r.reqPerSec.toFixed(0),
+    r.p50Ms.toFixed(2),
+    r.p99Ms.toFixed(2),
+    ratio(r.reqPerSec / baseline.reqPerSec),
+  ]);
+  log('');
+  log(formatTable(['target', 'req/s', 'p50 ms', 'p99 ms', 'x bare'], rows));
+  log(
+    `(medians of ${settings.runs} runs of ${settings.durationS} s, ${settings.connections} connections; ` +
+      `x bare = req/s relative to the bare Fastify route)`,
+  );
+}

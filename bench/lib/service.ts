@@ -23,6 +23,16 @@ export interface ServiceHandle {
   url: string;
   /** Which database it runs on, for the report. */
   database: string;
+  /** The service's process id (to sample its memory). */
+  pid: number;
+  /** The extra environment it was started with (beyond what the harness always sets). */
+  extraEnv: Readonly<Record<string, string>>;
+  /**
+   * A `postgres://` URL of the service's database, for suites that seed rows directly: the
+   * BENCH_DATABASE_URL, or the embedded server's (from DATA_DIR/pg-credentials.json and the
+   * port in DATA_DIR/pg/postmaster.pid). 127.0.0.1 only.
+   */
+  databaseUrl(): Promise<string>;
   /** A fresh Enterprise account (rate limit 1,000,000/min) with one API key, via the admin API. */
   createAccount(name: string): Promise<BenchAccount>;
   /** SIGTERM (SIGKILL after a grace period), then removes the temp DATA_DIR. Idempotent. */
@@ -58,7 +68,12 @@ export async function startService(opts: {
   projectRoot: string;
   databaseUrl: string | null;
   log: (line: string) => void;
+  /** Extra service settings (SANDBOX_AUTO_ADVANCE, ALLOW_PRIVATE_TARGETS, NODE_EXTRA_CA_CERTS…). */
+  extraEnv?: Readonly<Record<string, string>>;
 }): Promise<ServiceHandle> {
+  const extraEnv = { ...opts.extraEnv };
+  const owned = Object.keys(extraEnv).filter((name) => OWNED_ENV.includes(name));
+  if (owned.length > 0) throw new Error(`the harness sets ${owned.join(', ')} itself`);
   const mainJs = path.join(opts.projectRoot, 'dist', 'main.js');
   if (!existsSync(mainJs)) throw new Error(`${mainJs} not found: run "npm run build" first`);
 
@@ -74,6 +89,7 @@ export async function startService(opts: {
   Object.assign(env, { HOST: '127.0.0.1', ADMIN_TOKEN: adminToken, LOG_LEVEL: 'warn' });
   if (opts.databaseUrl !== null) env.DATABASE_URL = opts.databaseUrl;
   if (dataDir !== null) env.DATA_DIR = dataDir;
+  Object.assign(env, extraEnv);
 
   let child: ChildProcess | undefined;
   const cleanup = async () => {
@@ -125,12 +141,19 @@ export async function startService(opts: {
 
     let stopping: Promise<void> | undefined;
     const serviceUrl = url;
+    const pid = child?.pid;
+    if (pid === undefined) throw new Error('the service has no pid');
+    const externalUrl = opts.databaseUrl;
+    const embeddedDir = dataDir;
     return {
       url: serviceUrl,
       database:
         opts.databaseUrl === null
           ? `embedded PostgreSQL (fresh temp DATA_DIR ${dataDir ?? ''})`
           : `${redactUrl(opts.databaseUrl)} (BENCH_DATABASE_URL)`,
+      pid,
+      extraEnv,
+      databaseUrl: async () => externalUrl ?? embeddedDatabaseUrl(embeddedDir ?? 'no DATA_DIR'),
       createAccount: async (name) => {
         const account = await expectJson(201, `${serviceUrl}/admin/accounts`, {
           method: 'POST',
@@ -153,6 +176,27 @@ export async function startService(opts: {
     );
     throw err;
   }
+}
+
+/**
+ * The URL of the service's embedded PostgreSQL (see src/db/embedded-postgres.ts): the
+ * credentials it generated and the port its running postmaster records; database `switchboard`.
+ */
+async function embeddedDatabaseUrl(dataDir: string): Promise<string> {
+  const credentials = JSON.parse(
+    await fs.readFile(path.join(dataDir, 'pg-credentials.json'), 'utf8'),
+  ) as { user?: unknown; password?: unknown };
+  // postmaster.pid: pid, data directory, start time, port, … one per line.
+  const pidFile = await fs.readFile(path.join(dataDir, 'pg', 'postmaster.pid'), 'utf8');
+  const port = pidFile.split('\n')[3]?.trim() ?? '';
+  if (typeof credentials.user !== 'string' || typeof credentials.password !== 'string') {
+    throw new Error(`${dataDir}/pg-credentials.json has no user and password`);
+  }
+  if (!/^\d+$/.test(port)) throw new Error(`no port in ${dataDir}/pg/postmaster.pid`);
+  return (
+    `postgres://${encodeURIComponent(credentials.user)}:` +
+    `${encodeURIComponent(credentials.password)}@127.0.0.1:${port}/switchboard`
+  );
 }
 
 /** 'ready' once GET /readyz answers 200; 'exited' if the child ends first; 'timeout'. */

@@ -10,6 +10,24 @@ export interface Settings {
   runs: number;
   /** External PostgreSQL for the service (BENCH_DATABASE_URL); embedded in a temp dir when null. */
   databaseUrl: string | null;
+  /** messages suite: contacts the sends cycle through (BENCH_MESSAGES_CONTACTS, default 1,000). */
+  messagesContacts: number;
+  /** messages suite: messages in the conversation that is read (BENCH_CONVERSATION_MESSAGES, 1,000). */
+  conversationMessages: number;
+  /** webhooks suite: events queued at once for the throughput figure (BENCH_WEBHOOK_EVENTS, 20,000). */
+  webhookEvents: number;
+  /** webhooks suite: contacts created per second for the latency figure (BENCH_WEBHOOK_RATE, 500). */
+  webhookRate: number;
+  /** webhooks suite: seconds the paced creation lasts (BENCH_WEBHOOK_SECONDS, 20). */
+  webhookSeconds: number;
+  /** broadcasts suite: contacts in the audience (BENCH_BROADCAST_CONTACTS, 100,000). */
+  broadcastContacts: number;
+  /** broadcasts suite: connections reading contacts during the fan-out (BENCH_BROADCAST_READ_CONNECTIONS, 10). */
+  broadcastReadConnections: number;
+  /** broadcasts suite: cap on those reads per second, 0 for none (BENCH_BROADCAST_READ_RATE, 0). */
+  broadcastReadRate: number;
+  /** webhooks and broadcasts suites: bound on waiting for deliveries / the fan-out (BENCH_WAIT_TIMEOUT, s, 900). */
+  waitTimeoutS: number;
 }
 
 export class SettingsError extends Error {}
@@ -44,6 +62,15 @@ export function loadSettings(env: Env = process.env): Settings {
     connections: readInt(env, 'BENCH_CONNECTIONS', 20, 1, 1000),
     runs: readInt(env, 'BENCH_RUNS', 3, 1, 15),
     databaseUrl,
+    messagesContacts: readInt(env, 'BENCH_MESSAGES_CONTACTS', 1_000, 1, 100_000),
+    conversationMessages: readInt(env, 'BENCH_CONVERSATION_MESSAGES', 1_000, 1, 100_000),
+    webhookEvents: readInt(env, 'BENCH_WEBHOOK_EVENTS', 20_000, 1, 1_000_000),
+    webhookRate: readInt(env, 'BENCH_WEBHOOK_RATE', 500, 1, 10_000),
+    webhookSeconds: readInt(env, 'BENCH_WEBHOOK_SECONDS', 20, 1, 600),
+    broadcastContacts: readInt(env, 'BENCH_BROADCAST_CONTACTS', 100_000, 1, 5_000_000),
+    broadcastReadConnections: readInt(env, 'BENCH_BROADCAST_READ_CONNECTIONS', 10, 1, 1000),
+    broadcastReadRate: readInt(env, 'BENCH_BROADCAST_READ_RATE', 0, 0, 1_000_000),
+    waitTimeoutS: readInt(env, 'BENCH_WAIT_TIMEOUT', 900, 10, 7200),
   };
 }
 

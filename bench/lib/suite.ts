@@ -6,11 +6,14 @@ export interface BenchContext {
   /** The repository root (where dist/ and node_modules/ are). */
   projectRoot: string;
   settings: Settings;
-  /** The built service, started once for the whole run; suites create their own accounts. */
+  /**
+   * The built service; suites create their own accounts. Consecutive suites with the same
+   * `serviceEnv` (or none) share one; see `Suite.serviceEnv`.
+   */
   service: ServiceHandle;
   /** Prints a line of the report. */
   log: (line: string) => void;
-  /** Registers a cleanup run at the end of the whole run, on errors and signals too (last in, first out). */
+  /** Registers a cleanup run when the suite ends, on errors and signals too (last in, first out). */
   defer: (cleanup: () => Promise<void>) => void;
 }
 
@@ -18,5 +21,11 @@ export interface BenchContext {
 export interface Suite {
   name: string;
   description: string;
+  /**
+   * Extra environment for the service (e.g. SANDBOX_AUTO_ADVANCE=false). When it differs from
+   * the previous suite's, bench/run.ts stops that service and starts a new one with it (a fresh
+   * embedded store), so that settings and leftover background work never cross suites.
+   */
+  serviceEnv?: Readonly<Record<string, string>>;
   run(ctx: BenchContext): Promise<void>;
 }

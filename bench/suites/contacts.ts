@@ -1,79 +1,17 @@
 import { startBareServer } from '../lib/bare.js';
 import { expectJson } from '../lib/http.js';
-import { measure, runLoad, type LoadTarget, type Measurement } from '../lib/load.js';
-import { formatTable } from '../lib/report.js';
-import type { BenchContext, Suite } from '../lib/suite.js';
+import { measure, type LoadTarget, type Measurement } from '../lib/load.js';
+import { printMeasurements } from '../lib/report.js';
+import { seedContacts } from '../lib/seed.js';
+import type { Suite } from '../lib/suite.js';
 
 const SEED_COUNT = 10_000;
 const SEED_CONCURRENCY = 20;
-const SEED_TIMEOUT_S = 600;
 const PHONE_MAX = 9_999_999;
 
 /** +1415 and a 7-digit counter: unique in the account, and a possible NANP number. */
 function phone(n: number): string {
   return `+1415${String(n).padStart(7, '0')}`;
-}
-
-/**
- * Creates `count` contacts (phones 0…count-1) with autocannon, `concurrency` requests in
- * flight; returns their ids. Any status but 201 fails the run.
- */
-async function seedContacts(
-  baseUrl: string,
-  apiKey: string,
-  count: number,
-  concurrency: number,
-): Promise<string[]> {
-  const ids: string[] = [];
-  let next = 0;
-  await runLoad(
-    {
-      name: 'seed POST /v1/contacts',
-      url: baseUrl,
-      requests: [
-        {
-          method: 'POST',
-          path: '/v1/contacts',
-          headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
-          setupRequest: (req) => {
-            const n = next++;
-            req.body = JSON.stringify({
-              phone: phone(n),
-              name: `Bench Contact ${String(n).padStart(5, '0')}`,
-            });
-            return req;
-          },
-          onResponse: (status, body) => {
-            if (status === 201) ids.push((JSON.parse(body) as { id: string }).id);
-          },
-        },
-      ],
-      expectedStatuses: [201],
-    },
-    { amount: count, connections: concurrency, durationS: SEED_TIMEOUT_S },
-  );
-  if (ids.length !== count || new Set(ids).size !== count) {
-    throw new Error(
-      `seeding returned ${ids.length} ids (${new Set(ids).size} distinct), expected ${count}`,
-    );
-  }
-  return ids;
-}
-
-function printTable(ctx: BenchContext, results: Measurement[], baseline: Measurement): void {
-  const rows = results.map((r) => [
-    r.name,
-    r.reqPerSec.toFixed(0),
-    r.p50Ms.toFixed(2),
-    r.p99Ms.toFixed(2),
-    (r.reqPerSec / baseline.reqPerSec).toFixed(2),
-  ]);
-  ctx.log('');
-  ctx.log(formatTable(['target', 'req/s', 'p50 ms', 'p99 ms', 'x bare'], rows));
-  ctx.log(
-    `(medians of ${ctx.settings.runs} runs of ${ctx.settings.durationS} s, ${ctx.settings.connections} connections; ` +
-      `x bare = req/s relative to the bare Fastify route)`,
-  );
 }
 
 export const contactsSuite: Suite = {
@@ -85,7 +23,16 @@ export const contactsSuite: Suite = {
     const auth = { authorization: `Bearer ${account.apiKey}` };
 
     const seedStart = performance.now();
-    const ids = await seedContacts(service.url, account.apiKey, SEED_COUNT, SEED_CONCURRENCY);
+    const ids = await seedContacts(
+      service.url,
+      account.apiKey,
+      SEED_COUNT,
+      SEED_CONCURRENCY,
+      (n) => ({
+        phone: phone(n),
+        name: `Bench Contact ${String(n).padStart(5, '0')}`,
+      }),
+    );
     const seedS = (performance.now() - seedStart) / 1000;
     ctx.log(
       `seeded ${ids.length} contacts in ${seedS.toFixed(1)} s ` +
@@ -170,6 +117,6 @@ export const contactsSuite: Suite = {
     await bare.stop();
     const baseline = results[0];
     if (!baseline) throw new Error('no baseline measured');
-    printTable(ctx, results, baseline);
+    printMeasurements(ctx.log, settings, results, baseline);
   },
 };

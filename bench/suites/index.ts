@@ -1,5 +1,13 @@
 import type { Suite } from '../lib/suite.js';
+import { broadcastsSuite } from './broadcasts.js';
 import { contactsSuite } from './contacts.js';
+import { messagesSuite } from './messages.js';
+import { webhooksSuite } from './webhooks.js';
 
 /** Every suite, in the order `bench/run.ts` runs them when none is named. */
-export const suites: readonly Suite[] = [contactsSuite];
+export const suites: readonly Suite[] = [
+  contactsSuite,
+  messagesSuite,
+  webhooksSuite,
+  broadcastsSuite,
+];

@@ -28,6 +28,8 @@ declare module 'autocannon' {
       /** Seconds. */
       duration?: number;
       amount?: number;
+      /** Requests per second over all connections. */
+      overallRate?: number;
       /** Seconds. */
       timeout?: number;
       pipelining?: number;
