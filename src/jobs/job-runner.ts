@@ -55,6 +55,8 @@ export class JobRunner {
   private running = false;
   private loop: Promise<void> | null = null;
   private wake: (() => void) | null = null;
+  /** Set when a slot frees; sticky, so a completion during a claim is never lost to the sleep. */
+  private signalled = false;
 
   constructor(private readonly opts: JobRunnerOptions) {
     for (const h of opts.handlers) this.handlers.set(h.kind, h);
@@ -93,12 +95,13 @@ export class JobRunner {
   private async run(): Promise<void> {
     while (this.running) {
       let n = 0;
+      this.signalled = false;
       try {
         n = await this.claimAndStart();
       } catch (err) {
         this.opts.log.error({ err }, 'job runner: claiming jobs failed');
       }
-      if ((n === 0 || this.inFlight.size >= this.concurrency) && this.running) {
+      if ((n === 0 || this.inFlight.size >= this.concurrency) && this.running && !this.signalled) {
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, this.pollIntervalMs);
           this.wake = () => {
@@ -121,6 +124,7 @@ export class JobRunner {
         .catch((err: unknown) => this.opts.log.error({ err, job: { id: job.id, kind: job.kind } }, 'job bookkeeping failed'))
         .finally(() => {
           this.inFlight.delete(task);
+          this.signalled = true;
           this.wake?.();
         });
       this.inFlight.add(task);

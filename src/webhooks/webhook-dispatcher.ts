@@ -64,11 +64,13 @@ export class WebhookDispatcher {
   private running = false;
   private loop: Promise<void> | null = null;
   private wake: (() => void) | null = null;
+  /** Set when a slot frees; sticky, so a completion during a claim is never lost to the sleep. */
+  private signalled = false;
   private lastPruneAt = 0;
 
   constructor(private readonly opts: DispatcherOptions) {
-    this.maxInFlight = opts.maxInFlight ?? 128;
-    this.perWebhook = opts.perWebhook ?? 16;
+    this.maxInFlight = opts.maxInFlight ?? 256;
+    this.perWebhook = opts.perWebhook ?? 32;
     this.leaseMs = opts.leaseMs ?? DELIVERY_TIMEOUT_MS + 20_000;
     this.pollIntervalMs = opts.pollIntervalMs ?? 50;
     this.retentionMs = opts.retentionMs ?? 7 * DAY_MS;
@@ -109,6 +111,7 @@ export class WebhookDispatcher {
   private async run(): Promise<void> {
     while (this.running) {
       let claimed = 0;
+      this.signalled = false;
       try {
         await this.pruneIfDue();
         claimed = await this.claimAndStart();
@@ -116,7 +119,7 @@ export class WebhookDispatcher {
         this.opts.log.error({ err }, 'webhook dispatcher: claiming failed');
       }
       const full = this.inFlightTotal >= this.maxInFlight;
-      if ((claimed === 0 || full) && this.running) {
+      if ((claimed === 0 || full) && this.running && !this.signalled) {
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, this.pollIntervalMs);
           this.wake = () => {
@@ -163,8 +166,10 @@ export class WebhookDispatcher {
         WHERE hooks.webhook_id IS NOT NULL
         LIMIT ${free}
       )
+      -- Only unindexed columns change here, so claims are HOT updates that leave no dead index
+      -- entries for the next claim's scan to wade through.
       UPDATE webhook_deliveries d
-      SET locked_until = ${lease}, attempts = d.attempts + 1, updated_at = ${now}
+      SET locked_until = ${lease}, attempts = d.attempts + 1
       FROM due, webhooks w, events e
       WHERE d.account_id = due.account_id AND d.webhook_id = due.webhook_id AND d.event_id = due.event_id
         AND w.account_id = d.account_id AND w.id = d.webhook_id
@@ -180,6 +185,7 @@ export class WebhookDispatcher {
           if (left <= 0) this.inFlight.delete(claimed.webhook_id);
           else this.inFlight.set(claimed.webhook_id, left);
           this.pending.delete(task);
+          this.signalled = true;
           this.wake?.();
         });
       this.pending.add(task);
@@ -232,38 +238,29 @@ export class WebhookDispatcher {
 
   private async record(d: Claimed, outcome: Outcome, durationMs: number): Promise<void> {
     const now = this.opts.clock.now();
-    const key = { account_id: d.account_id, webhook_id: d.webhook_id, event_id: d.event_id };
-    await this.opts.db.transaction().execute(async (trx) => {
-      let state: 'delivered' | 'pending' | 'failed' = 'delivered';
-      let nextAttemptAt = now;
-      if (outcome.kind === 'failed') {
-        const delay = outcome.gone ? undefined : nextRetryDelayMs(d.attempts, outcome.retryAfterMs, this.random);
-        state = delay === undefined ? 'failed' : 'pending';
-        if (delay !== undefined) nextAttemptAt = new Date(now.getTime() + delay);
-      }
-      const updated = await trx
-        .updateTable('webhook_deliveries')
-        .set({ state, next_attempt_at: nextAttemptAt, locked_until: null, updated_at: now })
-        .where((eb) => eb.and(key))
-        .executeTakeFirst();
-      // Deleted meanwhile: nothing to record.
-      if (updated.numUpdatedRows === 0n) return;
-      await trx
-        .insertInto('webhook_attempts')
-        .values({
-          account_id: d.account_id,
-          id: newId('dlv'),
-          webhook_id: d.webhook_id,
-          event_id: d.event_id,
-          event_type: d.type,
-          attempt: d.attempts,
-          status_code: outcome.statusCode,
-          error: outcome.kind === 'failed' ? outcome.error.slice(0, 500) : null,
-          duration_ms: durationMs,
-          created_at: now,
-        })
-        .execute();
-      if (outcome.kind === 'failed' && outcome.gone) {
+    let state: 'delivered' | 'pending' | 'failed' = 'delivered';
+    let nextAttemptAt = now;
+    if (outcome.kind === 'failed') {
+      const delay = outcome.gone ? undefined : nextRetryDelayMs(d.attempts, outcome.retryAfterMs, this.random);
+      state = delay === undefined ? 'failed' : 'pending';
+      if (delay !== undefined) nextAttemptAt = new Date(now.getTime() + delay);
+    }
+    const error = outcome.kind === 'failed' ? outcome.error.slice(0, 500) : null;
+    // One statement, one round trip: the delivery's new state and its attempt log commit
+    // together, and nothing is logged for a delivery deleted meanwhile (its webhook is gone).
+    const write = sql`
+      WITH updated AS (
+        UPDATE webhook_deliveries
+        SET state = ${state}, next_attempt_at = ${nextAttemptAt}, locked_until = NULL, updated_at = ${now}
+        WHERE account_id = ${d.account_id} AND webhook_id = ${d.webhook_id} AND event_id = ${d.event_id}
+        RETURNING account_id
+      )
+      INSERT INTO webhook_attempts (account_id, id, webhook_id, event_id, event_type, attempt, status_code, error, duration_ms, created_at)
+      SELECT account_id, ${newId('dlv')}, ${d.webhook_id}, ${d.event_id}, ${d.type}, ${d.attempts}, ${outcome.statusCode}, ${error}, ${durationMs}, ${now}
+      FROM updated`;
+    if (outcome.kind === 'failed' && outcome.gone) {
+      await this.opts.db.transaction().execute(async (trx) => {
+        await write.execute(trx);
         // 410 Gone: the receiver says this endpoint is no more.
         await trx
           .updateTable('webhooks')
@@ -278,8 +275,10 @@ export class WebhookDispatcher {
           .where('webhook_id', '=', d.webhook_id)
           .where('state', '=', 'pending')
           .execute();
-      }
-    });
+      });
+    } else {
+      await write.execute(this.opts.db);
+    }
     if (outcome.kind === 'failed') {
       this.opts.log.info({ webhook: d.webhook_id, event: d.event_id, attempt: d.attempts, status: outcome.statusCode, error: outcome.error }, 'webhook delivery failed');
     }
