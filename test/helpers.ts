@@ -3,7 +3,9 @@ import { inject } from 'vitest';
 import { buildApp, type AppConfig, type Services } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import type { Clock } from '../src/clock.js';
-import { createDb, type Db } from '../src/db/database.js';
+import { randomBytes } from 'node:crypto';
+import { sql } from 'kysely';
+import { createDb, migrate, type Db } from '../src/db/database.js';
 import type { Plan } from '../src/db/schema.js';
 import { MemoryRateLimiter, type RateLimiter } from '../src/http/rate-limiter.js';
 
@@ -29,9 +31,15 @@ export interface TestApp {
 }
 
 export async function startTestApp(
-  opts: { rateLimiter?: RateLimiter; adminToken?: string | null; config?: Partial<AppConfig> } = {},
+  opts: {
+    rateLimiter?: RateLimiter;
+    adminToken?: string | null;
+    config?: Partial<AppConfig>;
+    /** Another database than the run's shared one (see createPrivateDatabase). */
+    databaseUrl?: string;
+  } = {},
 ): Promise<TestApp> {
-  const db = createDb(inject('databaseUrl'), { max: 10 });
+  const db = createDb(opts.databaseUrl ?? inject('databaseUrl'), { max: 10 });
   const clock = new TestClock();
   const rateLimiter = opts.rateLimiter ?? new MemoryRateLimiter();
   const { app, services } = await buildApp({
@@ -61,6 +69,34 @@ export async function startTestApp(
       await db.destroy();
     },
   };
+}
+
+/**
+ * A migrated database of one test file alone, on the test server. Accounts isolate data but not
+ * background work: every job runner and webhook dispatcher claims due work of every account in
+ * its database, so files that drive workers (and move their clocks) keep that work apart.
+ */
+export async function createPrivateDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
+  const base = inject('databaseUrl');
+  const name = `switchboard_t_${randomBytes(6).toString('hex')}`;
+  const onServer = async (statement: ReturnType<typeof sql>) => {
+    const admin = createDb(base, { max: 1, preparedStatements: false });
+    try {
+      await statement.execute(admin);
+    } finally {
+      await admin.destroy();
+    }
+  };
+  await onServer(sql`CREATE DATABASE ${sql.id(name)}`);
+  const url = new URL(base);
+  url.pathname = `/${name}`;
+  const db = createDb(url.toString(), { max: 1 });
+  try {
+    await migrate(db);
+  } finally {
+    await db.destroy();
+  }
+  return { url: url.toString(), drop: () => onServer(sql`DROP DATABASE IF EXISTS ${sql.id(name)} WITH (FORCE)`) };
 }
 
 export interface TestAccount {

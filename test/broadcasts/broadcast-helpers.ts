@@ -1,73 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
-import { sql } from 'kysely';
-import { expect, inject, vi } from 'vitest';
-import { buildApp, type AppConfig } from '../../src/app.js';
-import { loadConfig } from '../../src/config.js';
-import { createDb, migrate, type Db } from '../../src/db/database.js';
-import { MemoryRateLimiter } from '../../src/http/rate-limiter.js';
+import { expect, vi } from 'vitest';
+import type { AppConfig } from '../../src/app.js';
+import type { Db } from '../../src/db/database.js';
 import { JobRunner } from '../../src/jobs/job-runner.js';
-import { ADMIN_TOKEN, TestClock, randomPhone, type TestAccount, type TestApp } from '../helpers.js';
+import { TestClock, randomPhone, startTestApp, type TestAccount, type TestApp } from '../helpers.js';
 
-/**
- * A database of one test file alone, on the test server, migrated. Accounts isolate data but not
- * jobs: every runner claims every due job of its kinds in the `jobs` table, so a runner of another
- * test file would send these broadcasts (with its own batch size and sandbox settings) and these
- * runners would run its jobs. Broadcast tests drive runners, so they keep their jobs apart.
- */
-export async function createPrivateDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
-  const base = inject('databaseUrl');
-  const name = `switchboard_bc_${randomBytes(6).toString('hex')}`;
-  const onServer = async (statement: ReturnType<typeof sql>) => {
-    const admin = createDb(base, { max: 1 });
-    try {
-      await statement.execute(admin);
-    } finally {
-      await admin.destroy();
-    }
-  };
-  await onServer(sql`CREATE DATABASE ${sql.id(name)}`);
-  const url = new URL(base);
-  url.pathname = `/${name}`;
-  const db = createDb(url.toString(), { max: 1 });
-  try {
-    await migrate(db);
-  } finally {
-    await db.destroy();
-  }
-  return { url: url.toString(), drop: () => onServer(sql`DROP DATABASE IF EXISTS ${sql.id(name)} WITH (FORCE)`) };
-}
+export { createPrivateDatabase } from '../helpers.js';
 
 /** `startTestApp` of test/helpers.ts, on the given database. */
-export async function startAppOn(url: string, config: Partial<AppConfig> = {}): Promise<TestApp> {
-  const db = createDb(url, { max: 10 });
-  const clock = new TestClock();
-  const rateLimiter = new MemoryRateLimiter();
-  const { app, services } = await buildApp({
-    config: {
-      ...loadConfig({}),
-      adminToken: ADMIN_TOKEN,
-      logLevel: 'silent',
-      allowPrivateTargets: true,
-      sandboxAutoAdvance: false,
-      ...config,
-    },
-    db,
-    rateLimiter,
-    clock,
-  });
-  await app.ready();
-  return {
-    app,
-    db,
-    services,
-    clock,
-    close: async () => {
-      await app.close();
-      await rateLimiter.close();
-      await db.destroy();
-    },
-  };
+export function startAppOn(url: string, config: Partial<AppConfig> = {}): Promise<TestApp> {
+  return startTestApp({ databaseUrl: url, config });
 }
 
 export function runnerOf(t: TestApp): JobRunner {

@@ -1,12 +1,6 @@
-import { randomBytes } from 'node:crypto';
-import { sql } from 'kysely';
-import { inject } from 'vitest';
-import { buildApp, type AppConfig } from '../../src/app.js';
-import { loadConfig } from '../../src/config.js';
-import { createDb, migrate, type Db } from '../../src/db/database.js';
-import { MemoryRateLimiter } from '../../src/http/rate-limiter.js';
+import type { AppConfig } from '../../src/app.js';
 import { WebhookDispatcher, type DispatcherOptions } from '../../src/webhooks/webhook-dispatcher.js';
-import { ADMIN_TOKEN, TestClock, type TestApp } from '../helpers.js';
+import { createPrivateDatabase, startTestApp, type TestApp } from '../helpers.js';
 import { freezeClock } from '../inbox-helpers.js';
 
 export interface WebhookTestApp extends TestApp {
@@ -24,45 +18,16 @@ export interface WebhookTestApp extends TestApp {
  * The clock is frozen: only `advance()` moves it, so retry boundaries are exact.
  */
 export async function startWebhookTestApp(opts: { config?: Partial<AppConfig>; frozen?: boolean } = {}): Promise<WebhookTestApp> {
-  const baseUrl = inject('databaseUrl');
-  const name = `switchboard_wh_${randomBytes(6).toString('hex')}`;
-  const admin = createDb(baseUrl, { max: 1 });
-  await sql.raw(`CREATE DATABASE "${name}"`).execute(admin);
-  const url = new URL(baseUrl);
-  url.pathname = `/${name}`;
-  const databaseUrl = url.href;
-  const db: Db = createDb(databaseUrl, { max: 10 });
-  await migrate(db);
-  const clock = new TestClock();
-  if (opts.frozen ?? true) freezeClock(clock);
-  const rateLimiter = new MemoryRateLimiter();
-  const { app, services } = await buildApp({
-    config: {
-      ...loadConfig({}),
-      adminToken: ADMIN_TOKEN,
-      logLevel: 'silent',
-      allowPrivateTargets: true,
-      sandboxAutoAdvance: false,
-      ...opts.config,
-    },
-    db,
-    rateLimiter,
-    clock,
-  });
-  await app.ready();
+  const database = await createPrivateDatabase();
+  const t = await startTestApp({ databaseUrl: database.url, config: opts.config });
+  if (opts.frozen ?? true) freezeClock(t.clock);
   return {
-    app,
-    db,
-    services,
-    clock,
-    databaseUrl,
-    dispatcher: (o = {}) => new WebhookDispatcher({ db, clock, log: app.log, allowPrivate: true, random: () => 0.5, ...o }),
+    ...t,
+    databaseUrl: database.url,
+    dispatcher: (o = {}) => new WebhookDispatcher({ db: t.db, clock: t.clock, log: t.app.log, allowPrivate: true, random: () => 0.5, ...o }),
     close: async () => {
-      await app.close();
-      await rateLimiter.close();
-      await db.destroy();
-      await sql.raw(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`).execute(admin);
-      await admin.destroy();
+      await t.close();
+      await database.drop();
     },
   };
 }
