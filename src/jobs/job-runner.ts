@@ -3,6 +3,7 @@ import { sql } from 'kysely';
 import type { Clock } from '../clock.js';
 import type { Db } from '../db/database.js';
 import type { JobKind, JobPayloads } from './job-queue.js';
+import { PollLoop } from './poll-loop.js';
 
 export interface ClaimedJob<K extends JobKind = JobKind> {
   accountId: string;
@@ -52,31 +53,27 @@ export class JobRunner {
   private readonly inFlight = new Set<Promise<void>>();
   /** The lease each claim set: the job is this runner's only while locked_until still equals it. */
   private readonly leases = new WeakMap<ClaimedJob, Date>();
-  private running = false;
-  private loop: Promise<void> | null = null;
-  private wake: (() => void) | null = null;
-  /** Set when a slot frees; sticky, so a completion during a claim is never lost to the sleep. */
-  private signalled = false;
+  private readonly loop: PollLoop;
 
   constructor(private readonly opts: JobRunnerOptions) {
     for (const h of opts.handlers) this.handlers.set(h.kind, h);
     this.leaseMs = opts.leaseMs ?? 60_000;
     this.concurrency = opts.concurrency ?? 32;
     this.pollIntervalMs = opts.pollIntervalMs ?? 100;
+    this.loop = new PollLoop(
+      async () => (await this.claimAndStart()) > 0 && this.inFlight.size < this.concurrency,
+      this.pollIntervalMs,
+      (err) => this.opts.log.error({ err }, 'job runner: claiming jobs failed'),
+    );
   }
 
   start(): void {
-    if (this.running) return;
-    this.running = true;
-    this.loop = this.run();
+    this.loop.start();
   }
 
   /** Stops claiming; jobs already claimed finish first. */
   async stop(): Promise<void> {
-    this.running = false;
-    this.wake?.();
-    await this.loop;
-    this.loop = null;
+    await this.loop.stop();
     await Promise.all(this.inFlight);
   }
 
@@ -92,28 +89,6 @@ export class JobRunner {
     return total;
   }
 
-  private async run(): Promise<void> {
-    while (this.running) {
-      let n = 0;
-      this.signalled = false;
-      try {
-        n = await this.claimAndStart();
-      } catch (err) {
-        this.opts.log.error({ err }, 'job runner: claiming jobs failed');
-      }
-      if ((n === 0 || this.inFlight.size >= this.concurrency) && this.running && !this.signalled) {
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, this.pollIntervalMs);
-          this.wake = () => {
-            clearTimeout(timer);
-            resolve();
-          };
-        });
-        this.wake = null;
-      }
-    }
-  }
-
   /** Claims as many due jobs as there are free slots and starts them without waiting. */
   private async claimAndStart(): Promise<number> {
     const free = this.concurrency - this.inFlight.size;
@@ -124,8 +99,7 @@ export class JobRunner {
         .catch((err: unknown) => this.opts.log.error({ err, job: { id: job.id, kind: job.kind } }, 'job bookkeeping failed'))
         .finally(() => {
           this.inFlight.delete(task);
-          this.signalled = true;
-          this.wake?.();
+          this.loop.signal();
         });
       this.inFlight.add(task);
     }

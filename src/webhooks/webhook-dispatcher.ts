@@ -5,6 +5,7 @@ import type { Clock } from '../clock.js';
 import type { Db } from '../db/database.js';
 import { newId } from '../ids.js';
 import { guardedFetch, OutboundError } from '../net/guarded-fetch.js';
+import { PollLoop } from '../jobs/poll-loop.js';
 import { nextRetryDelayMs, parseRetryAfter } from './retry-policy.js';
 import { eventBody, serviceSignature, standardSignature } from './signing.js';
 
@@ -61,11 +62,7 @@ export class WebhookDispatcher {
   private readonly agent = new https.Agent({ keepAlive: true, maxSockets: 64, maxFreeSockets: 64, timeout: 30_000 });
   private readonly inFlight = new Map<string, number>();
   private readonly pending = new Set<Promise<void>>();
-  private running = false;
-  private loop: Promise<void> | null = null;
-  private wake: (() => void) | null = null;
-  /** Set when a slot frees; sticky, so a completion during a claim is never lost to the sleep. */
-  private signalled = false;
+  private readonly loop: PollLoop;
   private lastPruneAt = 0;
 
   constructor(private readonly opts: DispatcherOptions) {
@@ -75,19 +72,23 @@ export class WebhookDispatcher {
     this.pollIntervalMs = opts.pollIntervalMs ?? 50;
     this.retentionMs = opts.retentionMs ?? 7 * DAY_MS;
     this.random = opts.random ?? Math.random;
+    this.loop = new PollLoop(
+      async () => {
+        await this.pruneIfDue();
+        return (await this.claimAndStart()) > 0 && this.inFlightTotal < this.maxInFlight;
+      },
+      this.pollIntervalMs,
+      (err) => this.opts.log.error({ err }, 'webhook dispatcher: claiming failed'),
+    );
   }
 
   start(): void {
-    if (this.running) return;
-    this.running = true;
-    this.loop = this.run();
+    this.loop.start();
   }
 
   /** Stops claiming and waits for deliveries in flight. */
   async stop(): Promise<void> {
-    this.running = false;
-    this.wake?.();
-    await this.loop;
+    await this.loop.stop();
     await Promise.all(this.pending);
     this.agent.destroy();
   }
@@ -106,30 +107,6 @@ export class WebhookDispatcher {
 
   private get inFlightTotal(): number {
     return this.pending.size;
-  }
-
-  private async run(): Promise<void> {
-    while (this.running) {
-      let claimed = 0;
-      this.signalled = false;
-      try {
-        await this.pruneIfDue();
-        claimed = await this.claimAndStart();
-      } catch (err) {
-        this.opts.log.error({ err }, 'webhook dispatcher: claiming failed');
-      }
-      const full = this.inFlightTotal >= this.maxInFlight;
-      if ((claimed === 0 || full) && this.running && !this.signalled) {
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, this.pollIntervalMs);
-          this.wake = () => {
-            clearTimeout(timer);
-            resolve();
-          };
-        });
-        this.wake = null;
-      }
-    }
   }
 
   private async claimAndStart(): Promise<number> {
@@ -185,8 +162,7 @@ export class WebhookDispatcher {
           if (left <= 0) this.inFlight.delete(claimed.webhook_id);
           else this.inFlight.set(claimed.webhook_id, left);
           this.pending.delete(task);
-          this.signalled = true;
-          this.wake?.();
+          this.loop.signal();
         });
       this.pending.add(task);
     }
