@@ -1,3 +1,5 @@
+import { printMeasurements } from './report.js';
+import type { BenchContext } from './suite.js';
 import autocannon from 'autocannon';
 import { assertLocal } from './http.js';
 import { median } from './report.js';
@@ -193,4 +195,32 @@ export async function measure(
     p99Ms: median(runs.map((r) => r.p99Ms)),
     runs,
   };
+}
+
+/**
+ * Measures every target in turn with the run's settings and prints the table; the first target
+ * is the baseline the others are compared with.
+ */
+export async function measureAgainstBaseline(
+  ctx: BenchContext,
+  targets: LoadTarget[],
+): Promise<Measurement[]> {
+  const { settings } = ctx;
+  const results: Measurement[] = [];
+  for (const target of targets) {
+    ctx.log(`measuring ${target.name}`);
+    results.push(
+      await measure(target, {
+        durationS: settings.durationS,
+        warmupS: settings.warmupS,
+        runs: settings.runs,
+        connections: settings.connections,
+        log: ctx.log,
+      }),
+    );
+  }
+  const baseline = results[0];
+  if (!baseline) throw new Error('no baseline measured');
+  printMeasurements(ctx.log, settings, results, baseline);
+  return results;
 }

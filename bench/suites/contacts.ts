@@ -1,7 +1,6 @@
 import { startBareServer } from '../lib/bare.js';
 import { expectJson } from '../lib/http.js';
-import { measure, type LoadTarget, type Measurement } from '../lib/load.js';
-import { printMeasurements } from '../lib/report.js';
+import { measureAgainstBaseline, type LoadTarget } from '../lib/load.js';
 import { seedContacts } from '../lib/seed.js';
 import type { Suite } from '../lib/suite.js';
 
@@ -18,7 +17,7 @@ export const contactsSuite: Suite = {
   name: 'contacts',
   description: `contacts API on ${SEED_COUNT.toLocaleString('en-US')} seeded contacts, against a bare Fastify route`,
   async run(ctx) {
-    const { service, settings } = ctx;
+    const { service } = ctx;
     const account = await service.createAccount('bench contacts');
     const auth = { authorization: `Bearer ${account.apiKey}` };
 
@@ -101,22 +100,7 @@ export const contactsSuite: Suite = {
       },
     ];
 
-    const results: Measurement[] = [];
-    for (const target of targets) {
-      ctx.log(`measuring ${target.name}`);
-      results.push(
-        await measure(target, {
-          durationS: settings.durationS,
-          warmupS: settings.warmupS,
-          runs: settings.runs,
-          connections: settings.connections,
-          log: ctx.log,
-        }),
-      );
-    }
+    await measureAgainstBaseline(ctx, targets);
     await bare.stop();
-    const baseline = results[0];
-    if (!baseline) throw new Error('no baseline measured');
-    printMeasurements(ctx.log, settings, results, baseline);
   },
 };

@@ -1,8 +1,7 @@
 import { startBareServer } from '../lib/bare.js';
 import { delay } from '../lib/child.js';
 import { expectJson, stringField } from '../lib/http.js';
-import { measure, runLoad, type LoadTarget, type Measurement } from '../lib/load.js';
-import { printMeasurements } from '../lib/report.js';
+import { measureAgainstBaseline, runLoad, type LoadTarget } from '../lib/load.js';
 import { benchPhone, seedContacts } from '../lib/seed.js';
 import type { Suite } from '../lib/suite.js';
 
@@ -161,23 +160,8 @@ export const messagesSuite: Suite = {
       },
     ];
 
-    const results: Measurement[] = [];
-    for (const target of targets) {
-      ctx.log(`measuring ${target.name}`);
-      results.push(
-        await measure(target, {
-          durationS: settings.durationS,
-          warmupS: settings.warmupS,
-          runs: settings.runs,
-          connections: settings.connections,
-          log: ctx.log,
-        }),
-      );
-    }
+    await measureAgainstBaseline(ctx, targets);
     await bare.stop();
-    const baseline = results[0];
-    if (!baseline) throw new Error('no baseline measured');
-    printMeasurements(ctx.log, settings, results, baseline);
     ctx.log(
       `(POST: ${nextSend} sends in all, warm-up included, cycling through ${poolSize} contacts on webchat; ` +
         `the bare route answers one ${Buffer.byteLength(JSON.stringify(first))}-byte message, ` +
