@@ -31,7 +31,16 @@ export function installApiAuth(
     if (owner.plan === 'starter') {
       throw new Forbidden('the Starter plan has no API access; upgrade to Growth or Enterprise');
     }
-    const decision = await deps.rateLimiter.hit(owner.keyId, effectiveRateLimit(owner));
+    request.scope = { accountId: owner.accountId };
+    let decision;
+    try {
+      decision = await deps.rateLimiter.hit(owner.keyId, effectiveRateLimit(owner));
+    } catch (err) {
+      // The count lives in Redis when configured; its outage must not take the API down with
+      // it, so the request goes through uncounted (and without rate-limit headers).
+      request.log.warn({ err }, 'rate limiter unavailable; request not counted');
+      return;
+    }
     reply.header('X-RateLimit-Limit', decision.limit);
     reply.header('X-RateLimit-Remaining', decision.remaining);
     reply.header('X-RateLimit-Reset', decision.resetSeconds);
@@ -42,6 +51,5 @@ export function installApiAuth(
         `rate limit of ${decision.limit} requests per minute exceeded; retry in ${decision.retryAfterSeconds} s`,
       );
     }
-    request.scope = { accountId: owner.accountId };
   });
 }

@@ -180,3 +180,19 @@ describe.skipIf(SKIP_REDIS)('rate limit shared through Redis', () => {
     }
   });
 });
+
+describe('rate limiter outage', () => {
+  it('lets requests through uncounted when the shared store is unreachable, instead of failing them', async () => {
+    const down = await startTestApp({ rateLimiter: new RedisRateLimiter({ url: 'redis://127.0.0.1:1', keyPrefix: `sb:test:${Date.now()}:` }) });
+    try {
+      const acc = await newAccount(down, { rateLimit: 1 });
+      for (let i = 0; i < 3; i++) {
+        const res = await acc.call({ method: 'GET', url: '/v1/contacts' });
+        expect(res.statusCode).toBe(200);
+        expect(res.headers['x-ratelimit-limit']).toBeUndefined();
+      }
+    } finally {
+      await down.close();
+    }
+  });
+});
