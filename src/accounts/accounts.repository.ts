@@ -1,14 +1,8 @@
+import type { Selectable } from 'kysely';
 import type { Db, Tx } from '../db/database.js';
-import type { Plan } from '../db/schema.js';
+import type { AccountsTable, Plan } from '../db/schema.js';
 
-export interface AccountRow {
-  id: string;
-  name: string;
-  plan: Plan;
-  rate_limit_per_minute: number | null;
-  created_at: Date;
-  updated_at: Date;
-}
+export type AccountRow = Selectable<AccountsTable>;
 
 export interface KeyOwner {
   keyId: string;

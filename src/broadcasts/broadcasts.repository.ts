@@ -1,21 +1,9 @@
-import { sql } from 'kysely';
+import { sql, type Selectable } from 'kysely';
 import type { Db, Tx } from '../db/database.js';
 import type { BroadcastAudience, BroadcastStatus, BroadcastsTable } from '../db/schema.js';
 import { offsetOf, type PageRequest } from '../http/pagination.js';
 
-export type BroadcastRow = {
-  [K in keyof BroadcastsTable]: K extends 'created_at' | 'updated_at'
-    ? Date
-    : K extends 'scheduled_at' | 'started_at' | 'completed_at'
-      ? Date | null
-      : K extends 'audience'
-        ? BroadcastAudience
-        : K extends 'message'
-          ? import('../db/schema.js').BroadcastMessage
-          : K extends 'sent' | 'delivered' | 'read' | 'replied' | 'failed'
-            ? number
-            : BroadcastsTable[K];
-};
+export type BroadcastRow = Selectable<BroadcastsTable>;
 
 export type StatsDelta = Partial<Record<'sent' | 'delivered' | 'read' | 'replied' | 'failed', number>>;
 

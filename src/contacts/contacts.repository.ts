@@ -1,20 +1,9 @@
-import { sql } from 'kysely';
+import { sql, type Selectable } from 'kysely';
 import type { Db, Tx } from '../db/database.js';
 import type { ContactsTable, CustomFieldValue } from '../db/schema.js';
 import { offsetOf, type PageRequest } from '../http/pagination.js';
 
-export interface ContactRow {
-  account_id: string;
-  id: string;
-  phone: string;
-  name: string | null;
-  email: string | null;
-  tags: string[];
-  lifecycle_stage: string | null;
-  custom_fields: Record<string, CustomFieldValue>;
-  created_at: Date;
-  updated_at: Date;
-}
+export type ContactRow = Selectable<ContactsTable>;
 
 /** Named rather than `*`, so the hot reads run as prepared statements (see createDb). */
 const CONTACT_COLUMNS = [

@@ -1,11 +1,11 @@
+import type { Selectable } from 'kysely';
 import type { Db, Tx } from '../db/database.js';
 import type { Channel, ConversationsTable, NotesTable } from '../db/schema.js';
 import { offsetOf, type PageRequest } from '../http/pagination.js';
 import { newId } from '../ids.js';
 
-type Dated<T> = { [K in keyof T]: K extends 'created_at' | 'updated_at' | 'last_inbound_at' ? Extract<T[K], null> | Date : T[K] };
-export type ConversationRow = Dated<ConversationsTable>;
-export type NoteRow = Dated<NotesTable>;
+export type ConversationRow = Selectable<ConversationsTable>;
+export type NoteRow = Selectable<NotesTable>;
 
 export interface ConversationFilter {
   status: 'open' | 'resolved' | 'all';
@@ -25,26 +25,10 @@ export class ConversationsRepository {
   }
 
   /**
-   * The one conversation of (contact, channel), created if missing and locked for the rest of
-   * the transaction; the unique key makes concurrent first messages share one conversation.
+   * The conversations of (contact, channel) for these contacts, created where missing and locked
+   * for the rest of the transaction, keyed by contact id. The unique key makes concurrent first
+   * messages share one conversation.
    */
-  async lockOrCreate(trx: Tx, accountId: string, contactId: string, channel: Channel, now: Date): Promise<ConversationRow> {
-    await trx
-      .insertInto('conversations')
-      .values({ account_id: accountId, id: newId('conv'), contact_id: contactId, channel, status: 'open', assignee_type: null, assignee_id: null, last_inbound_at: null, created_at: now, updated_at: now })
-      .onConflict((oc) => oc.columns(['account_id', 'contact_id', 'channel']).doNothing())
-      .execute();
-    return trx
-      .selectFrom('conversations')
-      .selectAll()
-      .where('account_id', '=', accountId)
-      .where('contact_id', '=', contactId)
-      .where('channel', '=', channel)
-      .forUpdate()
-      .executeTakeFirstOrThrow();
-  }
-
-  /** lockOrCreate for many contacts of one channel at once, keyed by contact id. */
   async lockOrCreateMany(trx: Tx, accountId: string, contactIds: string[], channel: Channel, now: Date): Promise<Map<string, ConversationRow>> {
     if (contactIds.length === 0) return new Map();
     await trx

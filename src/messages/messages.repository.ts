@@ -1,7 +1,8 @@
+import type { Selectable } from 'kysely';
 import type { Db, Tx } from '../db/database.js';
 import type { MessageStatus, MessagesTable } from '../db/schema.js';
 
-export type MessageRow = { [K in keyof MessagesTable]: K extends 'created_at' | 'updated_at' ? Date : MessagesTable[K] };
+export type MessageRow = Selectable<MessagesTable>;
 
 /** Which statuses each target may be reached from: statuses only move forward. */
 const FORWARD_FROM: Record<'delivered' | 'read' | 'failed', MessageStatus[]> = {
@@ -12,10 +13,6 @@ const FORWARD_FROM: Record<'delivered' | 'read' | 'failed', MessageStatus[]> = {
 
 export class MessagesRepository {
   constructor(private readonly db: Db) {}
-
-  async insert(trx: Tx, row: MessageRow): Promise<void> {
-    await trx.insertInto('messages').values(row).execute();
-  }
 
   async insertMany(trx: Tx, rows: MessageRow[]): Promise<void> {
     if (rows.length > 0) await trx.insertInto('messages').values(rows).execute();

@@ -195,7 +195,8 @@ export class MessagesService {
           ? await this.deps.contacts.getInTransaction(trx, scope.accountId, inbound.from.contactId)
           : await this.deps.contacts.findOrCreateByPhone(trx, scope.accountId, inbound.from.phone);
       const now = this.deps.clock.now();
-      const conversation = await this.deps.conversations.lockOrCreate(trx, scope.accountId, contact.id, inbound.channel, now);
+      const conversations = await this.deps.conversations.lockOrCreateMany(trx, scope.accountId, [contact.id], inbound.channel, now);
+      const conversation = conversations.get(contact.id)!;
       const row: MessageRow = {
         account_id: scope.accountId,
         id: newId('msg'),
@@ -212,7 +213,7 @@ export class MessagesService {
         created_at: now,
         updated_at: now,
       };
-      await this.deps.messages.insert(trx, row);
+      await this.deps.messages.insertMany(trx, [row]);
       await this.deps.conversations.update(trx, scope.accountId, conversation.id, { status: 'open', last_inbound_at: now, updated_at: now });
       // A reply to a broadcast counts once per contact and broadcast.
       for (const broadcastId of await this.deps.broadcasts.markReplied(trx, scope.accountId, conversation.id, now)) {

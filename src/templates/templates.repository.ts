@@ -1,8 +1,9 @@
+import type { Selectable } from 'kysely';
 import type { Db, Tx } from '../db/database.js';
 import type { TemplateStatus, TemplatesTable } from '../db/schema.js';
 import { offsetOf, type PageRequest } from '../http/pagination.js';
 
-export type TemplateRow = { [K in keyof TemplatesTable]: K extends 'created_at' | 'updated_at' ? Date : TemplatesTable[K] };
+export type TemplateRow = Selectable<TemplatesTable>;
 
 export class TemplatesRepository {
   constructor(private readonly db: Db) {}

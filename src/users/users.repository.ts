@@ -1,9 +1,10 @@
+import type { Selectable } from 'kysely';
 import type { Db, Tx } from '../db/database.js';
 import type { TeamsTable, UsersTable } from '../db/schema.js';
 import { offsetOf, type PageRequest } from '../http/pagination.js';
 
-export type UserRow = { [K in keyof UsersTable]: K extends 'created_at' ? Date : UsersTable[K] };
-export type TeamRow = { [K in keyof TeamsTable]: K extends 'created_at' ? Date : TeamsTable[K] };
+export type UserRow = Selectable<UsersTable>;
+export type TeamRow = Selectable<TeamsTable>;
 
 export class UsersRepository {
   constructor(private readonly db: Db) {}

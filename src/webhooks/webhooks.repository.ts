@@ -1,11 +1,10 @@
-import { sql } from 'kysely';
+import { sql, type Selectable } from 'kysely';
 import type { Db, Tx } from '../db/database.js';
 import type { WebhookAttemptsTable, WebhooksTable } from '../db/schema.js';
 import { offsetOf, type PageRequest } from '../http/pagination.js';
 
-type Dated<T> = { [K in keyof T]: K extends 'created_at' | 'updated_at' ? Date : T[K] };
-export type WebhookRow = Dated<WebhooksTable>;
-export type AttemptRow = Dated<WebhookAttemptsTable>;
+export type WebhookRow = Selectable<WebhooksTable>;
+export type AttemptRow = Selectable<WebhookAttemptsTable>;
 
 export class WebhooksRepository {
   constructor(private readonly db: Db) {}
