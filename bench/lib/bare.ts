@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { OutputTail, exited, stopChild } from './child.js';
+import { OutputTail, awaitChildPort, stopChild } from './child.js';
 
 export interface BareServer {
   /** `http://127.0.0.1:<port>/contact` */
@@ -27,23 +27,14 @@ export async function startBareServer(projectRoot: string, body: unknown): Promi
     const match = /^\{"port":(\d+)\}$/.exec(line);
     if (match) resolvePort(Number(match[1]));
   });
-  const spawnError = new Promise<Error>((resolve) => child.once('error', resolve));
-  const outcome = await Promise.race([
-    port,
-    spawnError,
-    exited(child).then(() => 'exited' as const),
-    new Promise<'timeout'>((resolve) =>
-      setTimeout(() => resolve('timeout'), START_TIMEOUT_MS).unref(),
-    ),
-  ]);
-  if (typeof outcome !== 'number') {
-    await stopChild(child, 5_000);
-    const why = outcome instanceof Error ? outcome.message : outcome;
-    throw new Error(`the bare Fastify server did not start (${why}):\n${tail.toString()}`);
-  }
+  const listening = await awaitChildPort(child, port, {
+    what: 'the bare Fastify server',
+    tail,
+    timeoutMs: START_TIMEOUT_MS,
+  });
   let stopping: Promise<void> | undefined;
   return {
-    url: `http://127.0.0.1:${outcome}/contact`,
+    url: `http://127.0.0.1:${listening}/contact`,
     stop: () =>
       (stopping ??= (async () => {
         child.stdin?.end();

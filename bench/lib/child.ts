@@ -85,3 +85,28 @@ export function delay(ms: number): Promise<void> {
 export function errMessage(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
+
+/**
+ * Waits until a child announces its port (`port` resolves), and fails with its output when it
+ * cannot start: a spawn error, an early exit, or no port within `timeoutMs` (the child is then
+ * stopped).
+ */
+export async function awaitChildPort(
+  child: ChildProcess,
+  port: Promise<number>,
+  opts: { what: string; tail: OutputTail; timeoutMs: number },
+): Promise<number> {
+  const spawnError = new Promise<Error>((resolve) => child.once('error', resolve));
+  const outcome = await Promise.race([
+    port,
+    spawnError,
+    exited(child).then(() => 'exited' as const),
+    new Promise<'timeout'>((resolve) =>
+      setTimeout(() => resolve('timeout'), opts.timeoutMs).unref(),
+    ),
+  ]);
+  if (typeof outcome === 'number') return outcome;
+  await stopChild(child, 5_000);
+  const why = outcome instanceof Error ? outcome.message : outcome;
+  throw new Error(`${opts.what} did not start (${why}):\n${opts.tail.toString()}`);
+}

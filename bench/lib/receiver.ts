@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { OutputTail, exited, stopChild } from './child.js';
+import { OutputTail, awaitChildPort, stopChild } from './child.js';
 import type { ReceiverCommand, ReceiverDump, ReceiverStats } from './webhook-receiver.js';
 
 export interface WebhookReceiver {
@@ -50,20 +50,11 @@ export async function startWebhookReceiver(projectRoot: string): Promise<Webhook
       waiting.delete(msg.id);
     }
   });
-  const spawnError = new Promise<Error>((resolve) => child.once('error', resolve));
-  const outcome = await Promise.race([
-    port,
-    spawnError,
-    exited(child).then(() => 'exited' as const),
-    new Promise<'timeout'>((resolve) =>
-      setTimeout(() => resolve('timeout'), START_TIMEOUT_MS).unref(),
-    ),
-  ]);
-  if (typeof outcome !== 'number') {
-    await stopChild(child, 5_000);
-    const why = outcome instanceof Error ? outcome.message : outcome;
-    throw new Error(`the webhook receiver did not start (${why}):\n${tail.toString()}`);
-  }
+  const listening = await awaitChildPort(child, port, {
+    what: 'the webhook receiver',
+    tail,
+    timeoutMs: START_TIMEOUT_MS,
+  });
 
   const command = (cmd: Command): Promise<Record<string, unknown>> =>
     new Promise((resolve, reject) => {
@@ -86,7 +77,7 @@ export async function startWebhookReceiver(projectRoot: string): Promise<Webhook
 
   let stopping: Promise<void> | undefined;
   return {
-    url: `https://localhost:${outcome}/hook`,
+    url: `https://localhost:${listening}/hook`,
     setSecret: async (secret) => void (await command({ cmd: 'secret', secret })),
     stats: async () => (await command({ cmd: 'stats' })).stats as ReceiverStats,
     dump: async () => (await command({ cmd: 'dump' })).dump as ReceiverDump,
