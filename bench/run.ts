@@ -29,6 +29,7 @@ function usage(): string {
     '',
     'environment: BENCH_DURATION (s per run, 10), BENCH_WARMUP (s, 3), BENCH_RUNS (3),',
     '  BENCH_CONNECTIONS (20), BENCH_DATABASE_URL (else embedded PostgreSQL in a temp dir)',
+    '  BENCH_SERVICE_NODE_ARGS (extra node flags for the service only, e.g. --cpu-prof --cpu-prof-dir=DIR)',
     'messages:   BENCH_MESSAGES_CONTACTS (1000), BENCH_CONVERSATION_MESSAGES (1000)',
     'webhooks:   BENCH_WEBHOOK_EVENTS (20000), BENCH_WEBHOOK_RATE (/s, 500), BENCH_WEBHOOK_SECONDS (20)',
     'broadcasts: BENCH_BROADCAST_CONTACTS (100000), BENCH_BROADCAST_READ_CONNECTIONS (10),',

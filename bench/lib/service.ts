@@ -64,6 +64,15 @@ const OWNED_ENV = [
   'LOG_LEVEL',
 ];
 
+/**
+ * Extra Node.js flags for the service process only (BENCH_SERVICE_NODE_ARGS, split on spaces),
+ * e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile it while a suite runs; the profile is
+ * written when the service exits at the end of the suite.
+ */
+function serviceNodeArgs(): string[] {
+  return (process.env.BENCH_SERVICE_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
+}
+
 export async function startService(opts: {
   projectRoot: string;
   databaseUrl: string | null;
@@ -115,7 +124,7 @@ export async function startService(opts: {
         else if (echoed === ECHO_MAX_LINES) opts.log('[service] (further log lines not shown)');
         echoed++;
       };
-      child = spawn(process.execPath, [mainJs], {
+      child = spawn(process.execPath, [...serviceNodeArgs(), mainJs], {
         cwd: opts.projectRoot,
         env: { ...env, PORT: String(port) },
         stdio: ['ignore', 'pipe', 'pipe'],

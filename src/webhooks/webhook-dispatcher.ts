@@ -2,7 +2,8 @@ import https from 'node:https';
 import type { FastifyBaseLogger } from 'fastify';
 import { sql } from 'kysely';
 import type { Clock } from '../clock.js';
-import type { Db } from '../db/database.js';
+import type { Db, Tx } from '../db/database.js';
+import { GroupWriter } from '../db/group-writer.js';
 import { newId } from '../ids.js';
 import { guardedFetch, OutboundError } from '../net/guarded-fetch.js';
 import { PollLoop } from '../jobs/poll-loop.js';
@@ -43,6 +44,18 @@ interface Claimed {
   created_at: Date;
 }
 
+/** A finished attempt, as its bookkeeping writes it. */
+interface Attempt {
+  d: Claimed;
+  id: string;
+  state: 'delivered' | 'pending' | 'failed';
+  nextAttemptAt: Date;
+  statusCode: number | null;
+  error: string | null;
+  durationMs: number;
+  at: Date;
+}
+
 type Outcome =
   | { kind: 'delivered'; statusCode: number }
   | { kind: 'failed'; statusCode: number | null; error: string; retryAfterMs?: number; gone?: boolean };
@@ -64,6 +77,7 @@ export class WebhookDispatcher {
   private readonly pending = new Set<Promise<void>>();
   private readonly loop: PollLoop;
   private lastPruneAt = 0;
+  private readonly books = new GroupWriter<Attempt>((attempts) => this.writeAttempts(this.opts.db, attempts));
 
   constructor(private readonly opts: DispatcherOptions) {
     this.maxInFlight = opts.maxInFlight ?? 256;
@@ -128,10 +142,10 @@ export class WebhookDispatcher {
         SELECT * FROM unnest(${busy.map((b) => b[0])}::text[], ${busy.map((b) => Math.max(0, this.perWebhook - b[1]))}::int[]) AS b(webhook_id, slots)
       ),
       due AS (
-        SELECT x.account_id, x.webhook_id, x.event_id
+        SELECT x.ctid
         FROM hooks
         CROSS JOIN LATERAL (
-          SELECT d.account_id, d.webhook_id, d.event_id FROM webhook_deliveries d
+          SELECT d.ctid FROM webhook_deliveries d
           WHERE d.webhook_id = hooks.webhook_id AND d.state = 'pending' AND d.next_attempt_at <= ${now}
             AND (${this.opts.accountId ?? null}::text IS NULL OR d.account_id = ${this.opts.accountId ?? null})
             AND EXISTS (SELECT 1 FROM webhooks w WHERE w.account_id = d.account_id AND w.id = d.webhook_id AND w.status = 'active')
@@ -142,25 +156,40 @@ export class WebhookDispatcher {
         ) x
         WHERE hooks.webhook_id IS NOT NULL
         LIMIT ${free}
-      )
+      ),
       -- Only unindexed columns change here, so claims are HOT updates that leave no dead index
-      -- entries for the next claim's scan to wade through.
-      UPDATE webhook_deliveries d
-      SET locked_until = ${lease}, attempts = d.attempts + 1
-      FROM due, webhooks w, events e
-      WHERE d.account_id = due.account_id AND d.webhook_id = due.webhook_id AND d.event_id = due.event_id
-        AND w.account_id = d.account_id AND w.id = d.webhook_id
-        AND e.account_id = d.account_id AND e.id = d.event_id
-      RETURNING d.account_id, d.webhook_id, d.event_id, d.attempts, w.url, w.secret, e.type, e.data, e.created_at`.execute(this.opts.db);
+      -- entries for the next claim's scan to wade through. The rows are found again by their
+      -- ctid (locked above, so it cannot move): a plan that cannot go wrong on stale statistics,
+      -- as a join on the key could just after a large batch of events was queued.
+      claimed AS (
+        UPDATE webhook_deliveries d
+        SET locked_until = ${lease}, attempts = d.attempts + 1
+        FROM due
+        WHERE d.ctid = due.ctid
+        RETURNING d.account_id, d.webhook_id, d.event_id, d.attempts
+      )
+      SELECT c.account_id, c.webhook_id, c.event_id, c.attempts, w.url, w.secret, e.type, e.data, e.created_at
+      FROM claimed c
+      JOIN webhooks w ON w.account_id = c.account_id AND w.id = c.webhook_id
+      JOIN events e ON e.account_id = c.account_id AND e.id = c.event_id`.execute(this.opts.db);
 
     for (const claimed of result.rows) {
       this.inFlight.set(claimed.webhook_id, (this.inFlight.get(claimed.webhook_id) ?? 0) + 1);
-      const task = this.deliver(claimed)
+      // The webhook's slot frees as soon as its receiver has answered; the delivery stays leased
+      // (and counted in `pending`) until its outcome is recorded.
+      let slotHeld = true;
+      const releaseSlot = () => {
+        if (!slotHeld) return;
+        slotHeld = false;
+        const left = (this.inFlight.get(claimed.webhook_id) ?? 1) - 1;
+        if (left <= 0) this.inFlight.delete(claimed.webhook_id);
+        else this.inFlight.set(claimed.webhook_id, left);
+        this.loop.signal();
+      };
+      const task = this.deliver(claimed, releaseSlot)
         .catch((err: unknown) => this.opts.log.error({ err, webhook: claimed.webhook_id }, 'webhook delivery bookkeeping failed'))
         .finally(() => {
-          const left = (this.inFlight.get(claimed.webhook_id) ?? 1) - 1;
-          if (left <= 0) this.inFlight.delete(claimed.webhook_id);
-          else this.inFlight.set(claimed.webhook_id, left);
+          releaseSlot();
           this.pending.delete(task);
           this.loop.signal();
         });
@@ -169,7 +198,7 @@ export class WebhookDispatcher {
     return result.rows.length;
   }
 
-  private async deliver(d: Claimed): Promise<void> {
+  private async deliver(d: Claimed, answered: () => void): Promise<void> {
     const body = eventBody({ id: d.event_id, type: d.type, created_at: new Date(d.created_at), data: d.data });
     const started = this.opts.clock.now();
     const timestamp = Math.floor(started.getTime() / 1000);
@@ -209,34 +238,35 @@ export class WebhookDispatcher {
     } catch (err) {
       outcome = { kind: 'failed', statusCode: null, error: err instanceof OutboundError ? err.message : 'network error' };
     }
+    answered();
     await this.record(d, outcome, Math.round(performance.now() - t0));
   }
 
   private async record(d: Claimed, outcome: Outcome, durationMs: number): Promise<void> {
     const now = this.opts.clock.now();
-    let state: 'delivered' | 'pending' | 'failed' = 'delivered';
+    let state: Attempt['state'] = 'delivered';
     let nextAttemptAt = now;
     if (outcome.kind === 'failed') {
       const delay = outcome.gone ? undefined : nextRetryDelayMs(d.attempts, outcome.retryAfterMs, this.random);
       state = delay === undefined ? 'failed' : 'pending';
       if (delay !== undefined) nextAttemptAt = new Date(now.getTime() + delay);
     }
-    const error = outcome.kind === 'failed' ? outcome.error.slice(0, 500) : null;
-    // One statement, one round trip: the delivery's new state and its attempt log commit
-    // together, and nothing is logged for a delivery deleted meanwhile (its webhook is gone).
-    const write = sql`
-      WITH updated AS (
-        UPDATE webhook_deliveries
-        SET state = ${state}, next_attempt_at = ${nextAttemptAt}, locked_until = NULL, updated_at = ${now}
-        WHERE account_id = ${d.account_id} AND webhook_id = ${d.webhook_id} AND event_id = ${d.event_id}
-        RETURNING account_id
-      )
-      INSERT INTO webhook_attempts (account_id, id, webhook_id, event_id, event_type, attempt, status_code, error, duration_ms, created_at)
-      SELECT account_id, ${newId('dlv')}, ${d.webhook_id}, ${d.event_id}, ${d.type}, ${d.attempts}, ${outcome.statusCode}, ${error}, ${durationMs}, ${now}
-      FROM updated`;
+    const attempt: Attempt = {
+      d,
+      id: newId('dlv'),
+      state,
+      nextAttemptAt,
+      statusCode: outcome.statusCode,
+      error: outcome.kind === 'failed' ? outcome.error.slice(0, 500) : null,
+      durationMs,
+      at: now,
+    };
+    if (outcome.kind === 'failed') {
+      this.opts.log.info({ webhook: d.webhook_id, event: d.event_id, attempt: d.attempts, status: outcome.statusCode, error: outcome.error }, 'webhook delivery failed');
+    }
     if (outcome.kind === 'failed' && outcome.gone) {
       await this.opts.db.transaction().execute(async (trx) => {
-        await write.execute(trx);
+        await this.writeAttempts(trx, [attempt]);
         // 410 Gone: the receiver says this endpoint is no more.
         await trx
           .updateTable('webhooks')
@@ -252,12 +282,37 @@ export class WebhookDispatcher {
           .where('state', '=', 'pending')
           .execute();
       });
-    } else {
-      await write.execute(this.opts.db);
+      return;
     }
-    if (outcome.kind === 'failed') {
-      this.opts.log.info({ webhook: d.webhook_id, event: d.event_id, attempt: d.attempts, status: outcome.statusCode, error: outcome.error }, 'webhook delivery failed');
-    }
+    await this.books.add(attempt);
+  }
+
+  /**
+   * One statement for any number of finished attempts: each delivery's new state and its attempt
+   * log row commit together, and nothing is logged for a delivery deleted meanwhile (its webhook
+   * is gone).
+   */
+  private async writeAttempts(db: Db | Tx, attempts: readonly Attempt[]): Promise<void> {
+    const col = <T>(f: (a: Attempt) => T): T[] => attempts.map(f);
+    await sql`
+      WITH input AS (
+        SELECT * FROM unnest(
+          ${col((a) => a.d.account_id)}::text[], ${col((a) => a.d.webhook_id)}::text[], ${col((a) => a.d.event_id)}::text[],
+          ${col((a) => a.id)}::text[], ${col((a) => a.d.type)}::text[], ${col((a) => a.d.attempts)}::int[],
+          ${col((a) => a.state)}::text[], ${col((a) => a.nextAttemptAt)}::timestamptz[], ${col((a) => a.statusCode)}::int[],
+          ${col((a) => a.error)}::text[], ${col((a) => a.durationMs)}::int[], ${col((a) => a.at)}::timestamptz[]
+        ) AS i(account_id, webhook_id, event_id, id, event_type, attempt, state, next_attempt_at, status_code, error, duration_ms, at)
+      ),
+      updated AS (
+        UPDATE webhook_deliveries d
+        SET state = i.state, next_attempt_at = i.next_attempt_at, locked_until = NULL, updated_at = i.at
+        FROM input i
+        WHERE d.account_id = i.account_id AND d.webhook_id = i.webhook_id AND d.event_id = i.event_id
+        RETURNING d.account_id, d.webhook_id, d.event_id
+      )
+      INSERT INTO webhook_attempts (account_id, id, webhook_id, event_id, event_type, attempt, status_code, error, duration_ms, created_at)
+      SELECT i.account_id, i.id, i.webhook_id, i.event_id, i.event_type, i.attempt, i.status_code, i.error, i.duration_ms, i.at
+      FROM input i JOIN updated u USING (account_id, webhook_id, event_id)`.execute(db);
   }
 
   private async pruneIfDue(): Promise<void> {
