@@ -1,4 +1,4 @@
-import type { Selectable } from 'kysely';
+import { sql, type Selectable } from 'kysely';
 import type { Db, Tx } from '../db/database.js';
 import type { AccountsTable, Plan } from '../db/schema.js';
 
@@ -63,21 +63,25 @@ export class AccountsRepository {
     return exists !== undefined;
   }
 
-  /** One round trip per request: the key and its account's plan, live (a revoke or plan change applies at once). */
-  async findKeyOwner(keyHash: string): Promise<KeyOwner | undefined> {
-    const row = await this.db
+  /**
+   * The owners of any number of keys in one round trip (the API's concurrent requests are
+   * authenticated together), aligned with `keyHashes`: live, so a revoke or plan change applies
+   * to the very next request.
+   */
+  async findKeyOwners(keyHashes: readonly string[]): Promise<(KeyOwner | undefined)[]> {
+    const rows = await this.db
       .selectFrom('api_keys as k')
       .innerJoin('accounts as a', 'a.id', 'k.account_id')
-      .select(['k.id as keyId', 'k.account_id as accountId', 'a.plan', 'a.rate_limit_per_minute'])
-      .where('k.key_hash', '=', keyHash)
+      .select(['k.key_hash as keyHash', 'k.id as keyId', 'k.account_id as accountId', 'a.plan', 'a.rate_limit_per_minute'])
+      .where('k.key_hash', '=', sql<string>`ANY(${[...keyHashes]}::text[])`)
       .where('k.revoked_at', 'is', null)
-      .executeTakeFirst();
-    if (!row) return undefined;
-    return {
-      keyId: row.keyId,
-      accountId: row.accountId,
-      plan: row.plan,
-      rateLimitPerMinute: row.rate_limit_per_minute,
-    };
+      .execute();
+    const byHash = new Map(
+      rows.map((row) => [
+        row.keyHash,
+        { keyId: row.keyId, accountId: row.accountId, plan: row.plan, rateLimitPerMinute: row.rate_limit_per_minute },
+      ]),
+    );
+    return keyHashes.map((hash) => byHash.get(hash));
   }
 }

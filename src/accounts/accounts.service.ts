@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Clock } from '../clock.js';
+import { Batcher } from '../db/batcher.js';
 import type { Db } from '../db/database.js';
 import type { Plan } from '../db/schema.js';
 import { NotFound } from '../errors.js';
@@ -43,9 +44,13 @@ export function effectiveRateLimit(owner: Pick<KeyOwner, 'plan' | 'rateLimitPerM
 }
 
 export class AccountsService {
+  private readonly owners: Batcher<string, KeyOwner | undefined>;
+
   constructor(
     private readonly deps: { db: Db; accounts: AccountsRepository; clock: Clock },
-  ) {}
+  ) {
+    this.owners = new Batcher((hashes) => deps.accounts.findKeyOwners(hashes), { maxBatch: 100, maxConcurrent: 1 });
+  }
 
   async createAccount(input: {
     name: string;
@@ -102,8 +107,9 @@ export class AccountsService {
     }
   }
 
+  /** The key's owner, or undefined for an unknown or revoked key; concurrent calls share a query. */
   async authenticate(apiKey: string): Promise<KeyOwner | undefined> {
-    return this.deps.accounts.findKeyOwner(hashApiKey(apiKey));
+    return this.owners.submit(hashApiKey(apiKey));
   }
 
   /** First start on an empty store: one Growth account and its key, so the service is usable at once. */

@@ -50,6 +50,22 @@ export class ContactsRepository {
       .execute();
   }
 
+  /**
+   * Any number of contacts by (account, id) in one round trip, aligned with `keys`: each key is
+   * matched within its own account, so a batch that mixes accounts cannot cross them.
+   */
+  async findMany(keys: readonly { accountId: string; id: string }[]): Promise<(ContactRow | undefined)[]> {
+    const rows = await this.db
+      .selectFrom('contacts')
+      .select(CONTACT_COLUMNS)
+      .where(
+        sql<boolean>`(account_id, id) IN (SELECT * FROM unnest(${keys.map((k) => k.accountId)}::text[], ${keys.map((k) => k.id)}::text[]))`,
+      )
+      .execute();
+    const byKey = new Map(rows.map((row) => [`${row.account_id} ${row.id}`, row]));
+    return keys.map((k) => byKey.get(`${k.accountId} ${k.id}`));
+  }
+
   async find(accountId: string, id: string, trx: Tx | Db = this.db): Promise<ContactRow | undefined> {
     return trx
       .selectFrom('contacts')

@@ -1,4 +1,5 @@
 import type { Clock } from '../clock.js';
+import { Batcher } from '../db/batcher.js';
 import type { Tx } from '../db/database.js';
 import type { CustomFieldValue } from '../db/schema.js';
 import { isUniqueViolation } from '../db/errors.js';
@@ -56,6 +57,9 @@ function checkFieldKeys(fields: Record<string, unknown>): void {
 }
 
 export class ContactsService {
+  /** Reads by id of concurrent requests share one query. */
+  private readonly byId: Batcher<{ accountId: string; id: string }, ContactRow | undefined>;
+
   constructor(
     private readonly deps: {
       tx: Transactor;
@@ -63,7 +67,9 @@ export class ContactsService {
       outbox: Outbox;
       clock: Clock;
     },
-  ) {}
+  ) {
+    this.byId = new Batcher((keys) => deps.contacts.findMany(keys), { maxBatch: 100, maxConcurrent: 1 });
+  }
 
   async create(scope: Scope, input: CreateContactBody): Promise<Contact> {
     const phone = checkPhone(input.phone);
@@ -98,7 +104,7 @@ export class ContactsService {
   }
 
   async get(scope: Scope, id: string): Promise<Contact> {
-    const row = await this.deps.contacts.find(scope.accountId, id);
+    const row = await this.byId.submit({ accountId: scope.accountId, id });
     if (!row) throw new NotFound('contact', id);
     return toContact(row);
   }

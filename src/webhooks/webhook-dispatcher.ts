@@ -3,7 +3,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { sql } from 'kysely';
 import type { Clock } from '../clock.js';
 import type { Db, Tx } from '../db/database.js';
-import { GroupWriter } from '../db/group-writer.js';
+import { Batcher } from '../db/batcher.js';
 import { newId } from '../ids.js';
 import { guardedFetch, OutboundError } from '../net/guarded-fetch.js';
 import { PollLoop } from '../jobs/poll-loop.js';
@@ -77,7 +77,11 @@ export class WebhookDispatcher {
   private readonly pending = new Set<Promise<void>>();
   private readonly loop: PollLoop;
   private lastPruneAt = 0;
-  private readonly books = new GroupWriter<Attempt>((attempts) => this.writeAttempts(this.opts.db, attempts));
+  /** Group commit of outcomes: one statement for the attempts that finish while one is written. */
+  private readonly books = new Batcher<Attempt, void>(async (attempts) => {
+    await this.writeAttempts(this.opts.db, attempts);
+    return [];
+  });
 
   constructor(private readonly opts: DispatcherOptions) {
     this.maxInFlight = opts.maxInFlight ?? 256;
@@ -284,7 +288,7 @@ export class WebhookDispatcher {
       });
       return;
     }
-    await this.books.add(attempt);
+    await this.books.submit(attempt);
   }
 
   /**

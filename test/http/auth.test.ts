@@ -143,6 +143,31 @@ describe('account isolation', () => {
     expect(still.json()).toEqual(contact);
   });
 
+  it('concurrent reads, which share one key lookup and one contact query, each see only their own account', async () => {
+    const a = await newAccount(t);
+    const b = await newAccount(t);
+    const revoked = await newAccount(t);
+    expect((await admin('DELETE', `/admin/api-keys/${revoked.keyId}`)).statusCode).toBe(200);
+    const aContact = await createContact(a, { name: 'A' });
+    const bContact = await createContact(b, { name: 'B' });
+    const calls = [];
+    for (let i = 0; i < 10; i++) {
+      calls.push(
+        a.call({ method: 'GET', url: `/v1/contacts/${aContact.id}` }).then((res) => ['a-own', res] as const),
+        b.call({ method: 'GET', url: `/v1/contacts/${aContact.id}` }).then((res) => ['b-other', res] as const),
+        b.call({ method: 'GET', url: `/v1/contacts/${bContact.id}` }).then((res) => ['b-own', res] as const),
+        a.call({ method: 'GET', url: `/v1/contacts/${bContact.id}` }).then((res) => ['a-other', res] as const),
+        revoked.call({ method: 'GET', url: `/v1/contacts/${aContact.id}` }).then((res) => ['revoked', res] as const),
+      );
+    }
+    for (const [kind, res] of await Promise.all(calls)) {
+      if (kind === 'a-own') expect(res.json()).toEqual(aContact);
+      else if (kind === 'b-own') expect(res.json()).toEqual(bContact);
+      else if (kind === 'revoked') expectError(res, 401, 'unauthorized');
+      else expectError(res, 404, 'not_found');
+    }
+  });
+
   it("never shows A's contacts or tags in B's list, totals, search or tag filter", async () => {
     const a = await newAccount(t);
     const b = await newAccount(t);

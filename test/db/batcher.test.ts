@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { GroupWriter } from '../../src/db/group-writer.js';
+import { Batcher } from '../../src/db/batcher.js';
 
 function deferred() {
   let resolve!: () => void;
@@ -11,19 +11,27 @@ function deferred() {
   return { promise, resolve, reject };
 }
 
-describe('GroupWriter', () => {
+/** A Batcher used as a group writer: the function sees each batch, every item resolves empty. */
+function writerOf(write: (items: number[]) => Promise<void>, maxBatch?: number) {
+  return new Batcher<number, void>(async (items) => {
+    await write(items);
+    return [];
+  }, { maxBatch });
+}
+
+describe('Batcher', () => {
   it('writes a lone item at once and groups the items that arrive while a write is in flight', async () => {
     const writes: number[][] = [];
     const gates: Array<ReturnType<typeof deferred>> = [];
-    const writer = new GroupWriter<number>((items) => {
+    const writer = writerOf((items) => {
       writes.push(items);
       const gate = deferred();
       gates.push(gate);
       return gate.promise;
     });
-    const first = writer.add(1);
+    const first = writer.submit(1);
     expect(writes).toEqual([[1]]);
-    const rest = [writer.add(2), writer.add(3), writer.add(4)];
+    const rest = [writer.submit(2), writer.submit(3), writer.submit(4)];
     expect(writes).toHaveLength(1);
     gates[0]!.resolve();
     await first;
@@ -37,11 +45,11 @@ describe('GroupWriter', () => {
     const writes: number[][] = [];
     let release!: () => void;
     const blocked = new Promise<void>((resolve) => (release = resolve));
-    const writer = new GroupWriter<number>(async (items) => {
+    const writer = writerOf(async (items) => {
       writes.push(items);
       if (writes.length === 1) await blocked;
     }, 2);
-    const all = [1, 2, 3, 4, 5].map((n) => writer.add(n));
+    const all = [1, 2, 3, 4, 5].map((n) => writer.submit(n));
     release();
     await Promise.all(all);
     expect(writes).toEqual([[1], [2, 3], [4, 5]]);
@@ -51,19 +59,44 @@ describe('GroupWriter', () => {
     const writes: number[][] = [];
     let release!: () => void;
     const blocked = new Promise<void>((resolve) => (release = resolve));
-    const writer = new GroupWriter<number>(async (items) => {
+    const writer = writerOf(async (items) => {
       writes.push(items);
       if (writes.length === 1) await blocked;
       if (items.includes(2)) throw new Error('write failed');
     });
-    const first = writer.add(1);
-    const second = writer.add(2);
-    const third = writer.add(3);
+    const first = writer.submit(1);
+    const second = writer.submit(2);
+    const third = writer.submit(3);
     release();
     await expect(first).resolves.toBeUndefined();
     await expect(second).rejects.toThrow('write failed');
     await expect(third).rejects.toThrow('write failed');
-    await expect(writer.add(4)).resolves.toBeUndefined();
+    await expect(writer.submit(4)).resolves.toBeUndefined();
     expect(writes).toEqual([[1], [2, 3], [4]]);
+  });
+
+  it('resolves each call with its own result, in batches, with up to maxConcurrent batches in flight', async () => {
+    const batches: number[][] = [];
+    const gates: Array<ReturnType<typeof deferred>> = [];
+    const batcher = new Batcher<number, number>(
+      async (items) => {
+        batches.push(items);
+        const gate = deferred();
+        gates.push(gate);
+        await gate.promise;
+        return items.map((n) => n * 10);
+      },
+      { maxConcurrent: 2 },
+    );
+    const calls = [1, 2, 3, 4, 5].map((n) => batcher.submit(n));
+    // Two lone calls start at once (two slots); the rest wait for a slot and go together.
+    expect(batches).toEqual([[1], [2]]);
+    gates[0]!.resolve();
+    await calls[0];
+    await Promise.resolve();
+    expect(batches).toEqual([[1], [2], [3, 4, 5]]);
+    gates[1]!.resolve();
+    gates[2]!.resolve();
+    expect(await Promise.all(calls)).toEqual([10, 20, 30, 40, 50]);
   });
 });

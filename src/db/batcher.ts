@@ -1,0 +1,47 @@
+/**
+ * Groups concurrent calls into one round trip: calls made while `maxConcurrent` batches are in
+ * flight are run together by the next one, so a burst of N calls costs a few statements instead
+ * of N, while a lone call is run at once (no added latency when idle). Each `submit` settles
+ * with its own item's result: the batch function returns results aligned with its input.
+ *
+ * Used for bookkeeping writes (group commit) and for the per-request lookups of the API (key
+ * owner, resource by id), whose round trip, not the query itself, is the main cost.
+ */
+export class Batcher<I, O> {
+  private queue: Array<{ item: I; resolve: (out: O) => void; reject: (err: unknown) => void }> = [];
+  private running = 0;
+  private readonly maxBatch: number;
+  private readonly maxConcurrent: number;
+
+  constructor(
+    private readonly run: (items: I[]) => Promise<readonly O[]>,
+    opts: { maxBatch?: number; maxConcurrent?: number } = {},
+  ) {
+    this.maxBatch = opts.maxBatch ?? 500;
+    this.maxConcurrent = opts.maxConcurrent ?? 1;
+  }
+
+  submit(item: I): Promise<O> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ item, resolve, reject });
+      if (this.running < this.maxConcurrent) void this.drain();
+    });
+  }
+
+  private async drain(): Promise<void> {
+    this.running++;
+    try {
+      while (this.queue.length > 0) {
+        const batch = this.queue.splice(0, this.maxBatch);
+        try {
+          const results = await this.run(batch.map((entry) => entry.item));
+          batch.forEach((entry, i) => entry.resolve(results[i] as O));
+        } catch (err) {
+          for (const entry of batch) entry.reject(err);
+        }
+      }
+    } finally {
+      this.running--;
+    }
+  }
+}
