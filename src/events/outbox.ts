@@ -20,11 +20,12 @@ export class Outbox {
   ): Promise<string> {
     const id = newId('evt');
     const now = this.clock.now();
-    await trx
-      .insertInto('events')
-      .values({ account_id: accountId, id, type, data: JSON.stringify(data), created_at: now })
-      .execute();
+    // One statement, one round trip: the event and its deliveries.
     await sql`
+      WITH event AS (
+        INSERT INTO events (account_id, id, type, data, created_at)
+        VALUES (${accountId}, ${id}, ${type}, ${JSON.stringify(data)}, ${now})
+      )
       INSERT INTO webhook_deliveries (account_id, webhook_id, event_id, event_type, state, next_attempt_at, created_at, updated_at)
       SELECT account_id, id, ${id}, ${type}, 'pending', ${now}, ${now}, ${now}
       FROM webhooks

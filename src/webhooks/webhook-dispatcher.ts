@@ -77,6 +77,12 @@ export class WebhookDispatcher {
   private readonly pending = new Set<Promise<void>>();
   private readonly loop: PollLoop;
   private lastPruneAt = 0;
+  /**
+   * The last claim may have left due deliveries behind for want of a slot. Only then does a freed
+   * slot trigger the next claim at once; otherwise new work waits for the poll interval, so a
+   * steady trickle of events is claimed in groups rather than with one claim per delivery.
+   */
+  private backlogged = false;
   /** Group commit of outcomes: one statement for the attempts that finish while one is written. */
   private readonly books = new Batcher<Attempt, void>(async (attempts) => {
     await this.writeAttempts(this.opts.db, attempts);
@@ -93,7 +99,8 @@ export class WebhookDispatcher {
     this.loop = new PollLoop(
       async () => {
         await this.pruneIfDue();
-        return (await this.claimAndStart()) > 0 && this.inFlightTotal < this.maxInFlight;
+        await this.claimAndStart();
+        return this.backlogged && this.inFlightTotal < this.maxInFlight;
       },
       this.pollIntervalMs,
       (err) => this.opts.log.error({ err }, 'webhook dispatcher: claiming failed'),
@@ -129,7 +136,10 @@ export class WebhookDispatcher {
 
   private async claimAndStart(): Promise<number> {
     const free = this.maxInFlight - this.inFlightTotal;
-    if (free <= 0) return 0;
+    if (free <= 0) {
+      this.backlogged = true;
+      return 0;
+    }
     const busy = [...this.inFlight.entries()];
     const now = this.opts.clock.now();
     const lease = new Date(now.getTime() + this.leaseMs);
@@ -188,17 +198,26 @@ export class WebhookDispatcher {
         const left = (this.inFlight.get(claimed.webhook_id) ?? 1) - 1;
         if (left <= 0) this.inFlight.delete(claimed.webhook_id);
         else this.inFlight.set(claimed.webhook_id, left);
-        this.loop.signal();
+        if (this.backlogged) this.loop.signal();
       };
       const task = this.deliver(claimed, releaseSlot)
         .catch((err: unknown) => this.opts.log.error({ err, webhook: claimed.webhook_id }, 'webhook delivery bookkeeping failed'))
         .finally(() => {
           releaseSlot();
           this.pending.delete(task);
-          this.loop.signal();
+          if (this.backlogged) this.loop.signal();
         });
       this.pending.add(task);
     }
+    // Left behind: the claim took all it was offered, overall or for some webhook (counted
+    // against the slots offered, since deliveries that finish meanwhile free slots too).
+    const taken = new Map<string, number>();
+    for (const row of result.rows) taken.set(row.webhook_id, (taken.get(row.webhook_id) ?? 0) + 1);
+    const offered = new Map(busy.map(([id, n]) => [id, Math.max(0, this.perWebhook - n)]));
+    this.backlogged =
+      result.rows.length >= free ||
+      [...offered.values()].some((slots) => slots === 0) ||
+      [...taken].some(([id, n]) => n >= (offered.get(id) ?? this.perWebhook));
     return result.rows.length;
   }
 
