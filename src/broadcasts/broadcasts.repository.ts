@@ -75,32 +75,39 @@ export class BroadcastsRepository {
     return q.orderBy('id').limit(limit).execute();
   }
 
-  /** Claims recipients; returns only those not already claimed, so nobody is messaged twice. */
-  async claimRecipients(trx: Tx, accountId: string, broadcastId: string, contactIds: string[], now: Date): Promise<Set<string>> {
-    if (contactIds.length === 0) return new Set();
+  /**
+   * Claims recipients; returns only those not already claimed, so nobody is messaged twice, each
+   * with the row's ctid, by which `recordOutcomes` finds it again later in the transaction.
+   */
+  async claimRecipients(trx: Tx, accountId: string, broadcastId: string, contactIds: string[], now: Date): Promise<Map<string, string>> {
+    if (contactIds.length === 0) return new Map();
     const rows = await trx
       .insertInto('broadcast_recipients')
       .values(contactIds.map((contact_id) => ({ account_id: accountId, broadcast_id: broadcastId, contact_id, created_at: now })))
       .onConflict((oc) => oc.columns(['account_id', 'broadcast_id', 'contact_id']).doNothing())
-      .returning('contact_id')
+      .returning(['contact_id', sql<string>`ctid::text`.as('ctid')])
       .execute();
-    return new Set(rows.map((r) => r.contact_id));
+    return new Map(rows.map((r) => [r.contact_id, r.ctid]));
   }
 
+  /**
+   * The outcome of each recipient claimed in this transaction, found by ctid: rows this
+   * transaction inserted cannot move under it, and a TID scan cannot be misplanned on a table
+   * whose statistics still describe it as empty (as broadcast_recipients is while a large first
+   * broadcast fills it).
+   */
   async recordOutcomes(
     trx: Tx,
-    accountId: string,
-    broadcastId: string,
-    outcomes: { contactId: string; conversationId: string | null; messageId: string | null; failureReason: string | null }[],
+    outcomes: { ctid: string; conversationId: string | null; messageId: string | null; failureReason: string | null }[],
   ): Promise<void> {
     if (outcomes.length === 0) return;
     await sql`
       UPDATE broadcast_recipients r
       SET conversation_id = o.conversation_id, message_id = o.message_id, failure_reason = o.failure_reason
-      FROM unnest(${outcomes.map((o) => o.contactId)}::text[], ${outcomes.map((o) => o.conversationId)}::text[],
+      FROM unnest(${outcomes.map((o) => o.ctid)}::tid[], ${outcomes.map((o) => o.conversationId)}::text[],
                   ${outcomes.map((o) => o.messageId)}::text[], ${outcomes.map((o) => o.failureReason)}::text[])
-        AS o(contact_id, conversation_id, message_id, failure_reason)
-      WHERE r.account_id = ${accountId} AND r.broadcast_id = ${broadcastId} AND r.contact_id = o.contact_id`.execute(trx);
+        AS o(ctid, conversation_id, message_id, failure_reason)
+      WHERE r.ctid = o.ctid`.execute(trx);
   }
 
   /** Marks the first reply on a conversation for every broadcast awaiting one there; returns their ids. */

@@ -185,10 +185,8 @@ export class BroadcastsService {
       });
       await this.deps.broadcasts.recordOutcomes(
         trx,
-        accountId,
-        id,
         results.map((r) => ({
-          contactId: r.contactId,
+          ctid: fresh.get(r.contactId)!,
           conversationId: r.row?.conversation_id ?? null,
           messageId: r.row?.id ?? null,
           failureReason: r.error?.message ?? null,

@@ -25,18 +25,23 @@ export class ConversationsRepository {
   }
 
   /**
-   * The conversations of (contact, channel) for these contacts, created where missing and locked
-   * for the rest of the transaction, keyed by contact id. The unique key makes concurrent first
-   * messages share one conversation.
+   * The conversations of these contacts on one channel, created where missing and otherwise
+   * reopened and touched (sending or receiving is activity), locked, keyed by contact id. One
+   * statement: the upsert locks each row it inserts or updates, in contact id order, the order
+   * every multi-row lock of conversations takes, so concurrent batches never deadlock. The
+   * unique key makes concurrent first messages share one conversation.
    */
-  async lockOrCreateMany(trx: Tx, accountId: string, contactIds: string[], channel: Channel, now: Date): Promise<Map<string, ConversationRow>> {
+  async openMany(trx: Tx, accountId: string, contactIds: string[], channel: Channel, now: Date): Promise<Map<string, ConversationRow>> {
     if (contactIds.length === 0) return new Map();
-    await trx
+    const rows = await trx
       .insertInto('conversations')
-      .values(contactIds.map((contactId) => ({ account_id: accountId, id: newId('conv'), contact_id: contactId, channel, status: 'open' as const, assignee_type: null, assignee_id: null, last_inbound_at: null, created_at: now, updated_at: now })))
-      .onConflict((oc) => oc.columns(['account_id', 'contact_id', 'channel']).doNothing())
+      .values(
+        [...new Set(contactIds)].sort().map((contactId) => ({ account_id: accountId, id: newId('conv'), contact_id: contactId, channel, status: 'open' as const, assignee_type: null, assignee_id: null, last_inbound_at: null, created_at: now, updated_at: now })),
+      )
+      .onConflict((oc) => oc.columns(['account_id', 'contact_id', 'channel']).doUpdateSet({ status: 'open', updated_at: now }))
+      .returningAll()
       .execute();
-    return this.lockExisting(trx, accountId, contactIds, channel);
+    return new Map(rows.map((r) => [r.contact_id, r]));
   }
 
   /** The existing conversations of these contacts on one channel, locked, keyed by contact id. */
@@ -48,7 +53,7 @@ export class ConversationsRepository {
       .where('account_id', '=', accountId)
       .where('channel', '=', channel)
       .where('contact_id', 'in', contactIds)
-      .orderBy('id')
+      .orderBy('contact_id')
       .forUpdate()
       .execute();
     return new Map(rows.map((r) => [r.contact_id, r]));

@@ -29,7 +29,16 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (value: string) => value);
  * migration adds a column, which would otherwise invalidate the cached plan mid-deployment.
  */
 function preparingPool(pool: pg.Pool): PostgresPool {
-  const nameOf = (text: string) => `sb_${createHash('sha1').update(text).digest('hex').slice(0, 24)}`;
+  // Statement names by text; the set of statements the code can build is finite, the cap a guard.
+  const names = new Map<string, string>();
+  const nameOf = (text: string) => {
+    let name = names.get(text);
+    if (name === undefined) {
+      name = `sb_${createHash('sha1').update(text).digest('hex').slice(0, 24)}`;
+      if (names.size < 10_000) names.set(text, name);
+    }
+    return name;
+  };
   return {
     connect: async () => {
       const client = await pool.connect();

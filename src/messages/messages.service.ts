@@ -134,7 +134,7 @@ export class MessagesService {
     // send only locks existing ones and never leaves an empty conversation for a refused recipient.
     const conversations = windowed
       ? await this.deps.conversations.lockExisting(trx, accountId, contactIds, batch.channel)
-      : await this.deps.conversations.lockOrCreateMany(trx, accountId, contactIds, batch.channel, now);
+      : await this.deps.conversations.openMany(trx, accountId, contactIds, batch.channel, now);
     const results: SendResult[] = [];
     const accepted: { recipient: { contactId: string; phone: string }; conversationId: string; messageId: string }[] = [];
     for (const recipient of batch.recipients) {
@@ -179,7 +179,8 @@ export class MessagesService {
       updated_at: now,
     }));
     await this.deps.messages.insertMany(trx, rows);
-    await this.deps.conversations.touchOpen(trx, accountId, [...new Set(accepted.map((a) => a.conversationId))], now);
+    // Sending is activity and reopens a resolved conversation (openMany did so already).
+    if (windowed) await this.deps.conversations.touchOpen(trx, accountId, [...new Set(accepted.map((a) => a.conversationId))], now);
     const byContact = new Map(rows.map((r, i) => [accepted[i]!.recipient.contactId, r]));
     for (const result of results) if (!result.error) result.row = byContact.get(result.contactId);
     return results;
@@ -195,7 +196,7 @@ export class MessagesService {
           ? await this.deps.contacts.getInTransaction(trx, scope.accountId, inbound.from.contactId)
           : await this.deps.contacts.findOrCreateByPhone(trx, scope.accountId, inbound.from.phone);
       const now = this.deps.clock.now();
-      const conversations = await this.deps.conversations.lockOrCreateMany(trx, scope.accountId, [contact.id], inbound.channel, now);
+      const conversations = await this.deps.conversations.openMany(trx, scope.accountId, [contact.id], inbound.channel, now);
       const conversation = conversations.get(contact.id)!;
       const row: MessageRow = {
         account_id: scope.accountId,
