@@ -3,15 +3,16 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { sql } from 'kysely';
-import { AccountsRepository } from './accounts/accounts.repository.js';
+import { AccountsRepository, type KeyOwner } from './accounts/accounts.repository.js';
 import { AccountsService } from './accounts/accounts.service.js';
 import { adminRoutes } from './admin/admin.routes.js';
 import type { Clock } from './clock.js';
 import type { Config } from './config.js';
-import { ContactsRepository } from './contacts/contacts.repository.js';
+import { ContactsRepository, type ContactRow } from './contacts/contacts.repository.js';
 import { contactsRoutes } from './contacts/contacts.routes.js';
 import { ContactsService } from './contacts/contacts.service.js';
 import type { Db } from './db/database.js';
+import { ReadCache } from './db/read-cache.js';
 import { Transactor } from './db/transactor.js';
 import { Outbox } from './events/outbox.js';
 import { installApiAuth } from './http/auth.js';
@@ -82,8 +83,13 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
   const messagesRepo = new MessagesRepository(db);
   const broadcastsRepo = new BroadcastsRepository(db);
 
-  const accounts = new AccountsService({ db, accounts: new AccountsRepository(db), clock });
-  const contacts = new ContactsService({ tx, contacts: new ContactsRepository(db), outbox, clock });
+  // Disabled (every read goes to the database) until a CacheFeed listens for changes.
+  const caches = {
+    keys: new ReadCache<KeyOwner>({ maxEntries: 10_000, ttlMs: 60_000 }),
+    contact: new ReadCache<ContactRow>({ maxEntries: 50_000, ttlMs: 60_000 }),
+  };
+  const accounts = new AccountsService({ db, accounts: new AccountsRepository(db), clock, cache: caches.keys });
+  const contacts = new ContactsService({ tx, contacts: new ContactsRepository(db), outbox, clock, cache: caches.contact });
   const users = new UsersService({ users: usersRepo, clock });
   const templates = new TemplatesService({ templates: new TemplatesRepository(db), clock });
   const sandbox = new SandboxProvider(jobs, {
@@ -119,7 +125,7 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     ratePerSecond: config.broadcastRatePerSecond,
   });
   const jobHandlers = [sandboxStatusJob(messages), broadcastSendJob(broadcasts)] as JobHandler[];
-  return { accounts, contacts, users, templates, conversations, messages, sandbox, webhooks, broadcasts, jobHandlers };
+  return { accounts, contacts, users, templates, conversations, messages, sandbox, webhooks, broadcasts, jobHandlers, caches };
 }
 export type Services = ReturnType<typeof buildServices>;
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { Command, InvalidArgumentError } from 'commander';
-import { AccountsRepository } from './accounts/accounts.repository.js';
+import { AccountsRepository, type KeyOwner } from './accounts/accounts.repository.js';
+import { ReadCache } from './db/read-cache.js';
 import { AccountsService } from './accounts/accounts.service.js';
 import { systemClock } from './clock.js';
 import { ConfigError, loadConfig } from './config.js';
@@ -25,7 +26,10 @@ function positiveInt(value: string): number {
 async function withAccounts<T>(work: (accounts: AccountsService) => Promise<T>): Promise<T> {
   const store = await openStore(loadConfig());
   try {
-    return await work(new AccountsService({ db: store.db, accounts: new AccountsRepository(store.db), clock: systemClock }));
+    // A one-off command caches nothing (the cache stays disabled); running services hear of
+    // its changes through the change feed.
+    const cache = new ReadCache<KeyOwner>({ maxEntries: 1, ttlMs: 0 });
+    return await work(new AccountsService({ db: store.db, accounts: new AccountsRepository(store.db), clock: systemClock, cache }));
   } finally {
     await store.close();
   }

@@ -8,6 +8,8 @@ export interface Config {
   databaseUrl: string | null;
   /** Named prepared statements; off for poolers that cannot keep them (PgBouncer transaction mode before 1.21). */
   databasePreparedStatements: boolean;
+  /** In-process caches of key owners and contacts, kept correct through LISTEN/NOTIFY; off behind PgBouncer's transaction mode. */
+  readCache: boolean;
   redisUrl: string | null;
   adminToken: string | null;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -74,6 +76,7 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir: path.resolve(env.DATA_DIR || './data'),
     databaseUrl: readUrl(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
     databasePreparedStatements: readBool(env, 'DATABASE_PREPARED_STATEMENTS', true),
+    readCache: readBool(env, 'READ_CACHE', true),
     redisUrl: readUrl(env, 'REDIS_URL', ['redis:', 'rediss:']),
     adminToken: adminToken === '' ? null : adminToken,
     logLevel: logLevel as Config['logLevel'],

@@ -1,5 +1,6 @@
-import type { FastifyInstance } from 'fastify';
-import { buildApp } from './app.js';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import { buildApp, type Services } from './app.js';
+import { CacheFeed } from './db/cache-feed.js';
 import { systemClock } from './clock.js';
 import type { Config } from './config.js';
 import { createDb, migrate, type Db } from './db/database.js';
@@ -40,6 +41,14 @@ export async function openStore(config: Config, log: (line: string) => void = ()
   };
 }
 
+/** The change feed that keeps the API's read caches correct (and enables them while it listens). */
+export function listenForChanges(url: string, log: FastifyBaseLogger, services: Services): CacheFeed {
+  const feed = new CacheFeed({ url, log });
+  feed.subscribe('keys', services.caches.keys);
+  feed.subscribe('contact', services.caches.contact);
+  return feed;
+}
+
 export interface RunningService {
   app: FastifyInstance;
   stop(): Promise<void>;
@@ -58,6 +67,8 @@ export async function startService(
     ? new RedisRateLimiter({ url: config.redisUrl })
     : new MemoryRateLimiter();
   const { app, services } = await buildApp({ config, db: store.db, rateLimiter, clock: systemClock });
+  const feed = roles.api && config.readCache ? listenForChanges(store.url, app.log, services) : null;
+  await feed?.start();
 
   const runner = roles.workers
     ? new JobRunner({ db: store.db, clock: systemClock, log: app.log, handlers: services.jobHandlers })
@@ -83,7 +94,7 @@ export async function startService(
     app,
     stop: async () => {
       await Promise.all([app.close(), runner?.stop(), dispatcher?.stop()]);
-      await rateLimiter.close();
+      await Promise.all([rateLimiter.close(), feed?.stop()]);
     },
   };
 }

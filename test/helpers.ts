@@ -8,6 +8,8 @@ import { sql } from 'kysely';
 import { createDb, migrate, type Db } from '../src/db/database.js';
 import type { Plan } from '../src/db/schema.js';
 import { MemoryRateLimiter, type RateLimiter } from '../src/http/rate-limiter.js';
+import type { CacheFeed } from '../src/db/cache-feed.js';
+import { listenForChanges } from '../src/server.js';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 
@@ -27,6 +29,8 @@ export interface TestApp {
   db: Db;
   services: Services;
   clock: TestClock;
+  /** The change feed of the read caches, or null when they are off. */
+  feed: CacheFeed | null;
   close(): Promise<void>;
 }
 
@@ -37,9 +41,12 @@ export async function startTestApp(
     config?: Partial<AppConfig>;
     /** Another database than the run's shared one (see createPrivateDatabase). */
     databaseUrl?: string;
+    /** The read caches and their change feed, as a service runs them (on unless false). */
+    readCache?: boolean;
   } = {},
 ): Promise<TestApp> {
-  const db = createDb(opts.databaseUrl ?? inject('databaseUrl'), { max: 10 });
+  const url = opts.databaseUrl ?? inject('databaseUrl');
+  const db = createDb(url, { max: 10 });
   const clock = new TestClock();
   const rateLimiter = opts.rateLimiter ?? new MemoryRateLimiter();
   const { app, services } = await buildApp({
@@ -58,13 +65,17 @@ export async function startTestApp(
     clock,
   });
   await app.ready();
+  const feed = opts.readCache === false ? null : listenForChanges(url, app.log, services);
+  await feed?.start();
   return {
     app,
     db,
     services,
     clock,
+    feed,
     close: async () => {
       await app.close();
+      await feed?.stop();
       await rateLimiter.close();
       await db.destroy();
     },

@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import { Batcher } from '../db/batcher.js';
+import type { ReadCache } from '../db/read-cache.js';
 import type { Db } from '../db/database.js';
 import type { Plan } from '../db/schema.js';
 import { NotFound } from '../errors.js';
@@ -47,7 +48,13 @@ export class AccountsService {
   private readonly owners: Batcher<string, KeyOwner | undefined>;
 
   constructor(
-    private readonly deps: { db: Db; accounts: AccountsRepository; clock: Clock },
+    private readonly deps: {
+      db: Db;
+      accounts: AccountsRepository;
+      clock: Clock;
+      /** Key owners by key hash; see ReadCache for how it stays correct. */
+      cache: ReadCache<KeyOwner>;
+    },
   ) {
     this.owners = new Batcher((hashes) => deps.accounts.findKeyOwners(hashes), { maxBatch: 100, maxConcurrent: 1 });
   }
@@ -75,6 +82,7 @@ export class AccountsService {
     patch: { name?: string; plan?: Plan; rate_limit_per_minute?: number | null },
   ): Promise<Account> {
     const row = await this.deps.accounts.update(id, patch, this.deps.clock.now());
+    this.deps.cache.clear();
     if (!row) throw new NotFound('account', id);
     return toAccount(row);
   }
@@ -102,14 +110,16 @@ export class AccountsService {
   }
 
   async revokeApiKey(id: string): Promise<void> {
-    if (!(await this.deps.accounts.revokeKey(id, this.deps.clock.now()))) {
-      throw new NotFound('api key', id);
-    }
+    const found = await this.deps.accounts.revokeKey(id, this.deps.clock.now());
+    // Refused on its very next request here; other processes hear it through the change feed.
+    this.deps.cache.clear();
+    if (!found) throw new NotFound('api key', id);
   }
 
   /** The key's owner, or undefined for an unknown or revoked key; concurrent calls share a query. */
   async authenticate(apiKey: string): Promise<KeyOwner | undefined> {
-    return this.owners.submit(hashApiKey(apiKey));
+    const hash = hashApiKey(apiKey);
+    return this.deps.cache.get(hash, () => this.owners.submit(hash));
   }
 
   /** First start on an empty store: one Growth account and its key, so the service is usable at once. */

@@ -1,5 +1,6 @@
 import type { Clock } from '../clock.js';
 import { Batcher } from '../db/batcher.js';
+import type { ReadCache } from '../db/read-cache.js';
 import type { Tx } from '../db/database.js';
 import type { CustomFieldValue } from '../db/schema.js';
 import { isUniqueViolation } from '../db/errors.js';
@@ -66,9 +67,20 @@ export class ContactsService {
       contacts: ContactsRepository;
       outbox: Outbox;
       clock: Clock;
+      /** Contacts by `<account id> <contact id>`; see ReadCache for how it stays correct. */
+      cache: ReadCache<ContactRow>;
     },
   ) {
     this.byId = new Batcher((keys) => deps.contacts.findMany(keys), { maxBatch: 100, maxConcurrent: 1 });
+  }
+
+  /** Runs a change to one contact; once it has committed (or failed), this process's cached copy goes. */
+  private async changing<T>(accountId: string, id: string, work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } finally {
+      this.deps.cache.invalidate(`${accountId} ${id}`);
+    }
   }
 
   async create(scope: Scope, input: CreateContactBody): Promise<Contact> {
@@ -104,7 +116,9 @@ export class ContactsService {
   }
 
   async get(scope: Scope, id: string): Promise<Contact> {
-    const row = await this.byId.submit({ accountId: scope.accountId, id });
+    const row = await this.deps.cache.get(`${scope.accountId} ${id}`, () =>
+      this.byId.submit({ accountId: scope.accountId, id }),
+    );
     if (!row) throw new NotFound('contact', id);
     return toContact(row);
   }
@@ -162,7 +176,7 @@ export class ContactsService {
       changes.setFields = set;
       changes.removeFields = remove;
     }
-    return this.deps.tx.run(scope, async (trx) => {
+    return this.changing(scope.accountId, id, () => this.deps.tx.run(scope, async (trx) => {
       let row: ContactRow | undefined;
       try {
         row = await this.deps.contacts.update(trx, scope.accountId, id, changes);
@@ -175,26 +189,26 @@ export class ContactsService {
       if (!row) throw new NotFound('contact', id);
       if (changes.tags) await this.deps.contacts.addTags(trx, scope.accountId, changes.tags, now);
       return toContact(row);
-    });
+    }));
   }
 
   async setLifecycle(scope: Scope, id: string, stage: string | null): Promise<Contact> {
-    return this.deps.tx.run(scope, async (trx) => {
+    return this.changing(scope.accountId, id, () => this.deps.tx.run(scope, async (trx) => {
       const row = await this.deps.contacts.update(trx, scope.accountId, id, {
         lifecycle_stage: stage,
         updated_at: this.deps.clock.now(),
       });
       if (!row) throw new NotFound('contact', id);
       return toContact(row);
-    });
+    }));
   }
 
   /** Permanent: the contact is gone, its conversations and messages stay. */
   async delete(scope: Scope, id: string): Promise<{ success: true }> {
-    return this.deps.tx.run(scope, async (trx) => {
+    return this.changing(scope.accountId, id, () => this.deps.tx.run(scope, async (trx) => {
       if (!(await this.deps.contacts.delete(trx, scope.accountId, id))) throw new NotFound('contact', id);
       return { success: true as const };
-    });
+    }));
   }
 
   async listTags(scope: Scope, page: PageRequest): Promise<PageResult<Tag>> {

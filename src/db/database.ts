@@ -15,6 +15,7 @@ import * as m002 from './migrations/002_inbox.js';
 import * as m003 from './migrations/003_webhooks.js';
 import * as m004 from './migrations/004_broadcasts.js';
 import * as m005 from './migrations/005_hot_queues.js';
+import * as m006 from './migrations/006_cache_notifications.js';
 
 export type Db = Kysely<Tables>;
 export type Tx = Transaction<Tables>;
@@ -67,6 +68,7 @@ const migrations: Record<string, Migration> = {
   '003_webhooks': m003,
   '004_broadcasts': m004,
   '005_hot_queues': m005,
+  '006_cache_notifications': m006,
 };
 
 /** Applies pending migrations; Kysely's migrator takes a lock, so concurrent starts are safe. */
