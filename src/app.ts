@@ -86,7 +86,7 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
   // Disabled (every read goes to the database) until a CacheFeed listens for changes.
   const caches = {
     keys: new ReadCache<KeyOwner>({ maxEntries: 10_000, ttlMs: 60_000 }),
-    contact: new ReadCache<ContactRow>({ maxEntries: 50_000, ttlMs: 60_000 }),
+    contact: new ReadCache<ContactRow>({ maxEntries: 10_000, ttlMs: 60_000 }),
   };
   const accounts = new AccountsService({ db, accounts: new AccountsRepository(db), clock, cache: caches.keys });
   const contacts = new ContactsService({ tx, contacts: new ContactsRepository(db), outbox, clock, cache: caches.contact });
@@ -147,8 +147,9 @@ export async function buildApp(deps: AppDeps): Promise<{ app: FastifyInstance; s
   });
   app.setValidatorCompiler(validatorCompiler);
   installErrorHandlers(app);
-  app.addHook('onRequest', async (request, reply) => {
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('X-Request-Id', request.id);
+    done();
   });
   app.addSchema(ErrorBody);
 

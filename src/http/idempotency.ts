@@ -117,7 +117,7 @@ export function installIdempotency(app: FastifyInstance, deps: { db: Db; clock: 
       .execute();
   }
 
-  app.addHook('preValidation', async (request: FastifyRequest, reply: FastifyReply) => {
+  const preValidation = async (request: FastifyRequest, reply: FastifyReply) => {
     const header = request.headers['idempotency-key'];
     if (request.method !== 'POST' || header === undefined || !request.scope) return;
     const key = Array.isArray(header) ? header[0]! : header;
@@ -146,9 +146,9 @@ export function installIdempotency(app: FastifyInstance, deps: { db: Db; clock: 
         r.committed = true;
       },
     };
-  });
+  };
 
-  app.addHook('onSend', async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
+  const onSend = async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
     const r = request.idempotency;
     if (!r || r.replayed) return payload;
     const status = reply.statusCode;
@@ -165,6 +165,15 @@ export function installIdempotency(app: FastifyInstance, deps: { db: Db; clock: 
     }
     await complete(db, r, status, typeof payload === 'string' ? payload : JSON.stringify(payload));
     return payload;
+  };
+
+  // On the POST routes only: the reads (most requests) do not pay for two hooks that do nothing.
+  app.addHook('onRoute', (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    if (!methods.includes('POST')) return;
+    const asList = <T>(hooks: T | T[] | undefined): T[] => (hooks === undefined ? [] : Array.isArray(hooks) ? hooks : [hooks]);
+    route.preValidation = [...asList(route.preValidation), preValidation];
+    route.onSend = [...asList(route.onSend), onSend];
   });
 
 }
