@@ -55,6 +55,11 @@ export interface Measurement {
   runs: LoadFigures[];
 }
 
+/** A target measured against a baseline: `ratio` is its req/s relative to the baseline's. */
+export interface ComparedMeasurement extends Measurement {
+  ratio: number;
+}
+
 // autocannon's own histogram keeps whole milliseconds, too coarse for sub-millisecond routes;
 // the float latencies of its 'response' events go into a bounded uniform sample instead.
 const LATENCY_SAMPLE_MAX = 1_000_000;
@@ -168,59 +173,47 @@ export async function runLoad(target: LoadTarget, opts: LoadOptions): Promise<Lo
 }
 
 /**
- * A warm-up run (figures discarded, statuses still checked), then `runs` measured runs; the
- * median of each figure is reported.
- */
-export async function measure(
-  target: LoadTarget,
-  opts: LoadOptions & { warmupS: number; runs: number; log?: (line: string) => void },
-): Promise<Measurement> {
-  const log = opts.log ?? (() => undefined);
-  if (opts.warmupS > 0) {
-    await runLoad(target, { durationS: opts.warmupS, connections: opts.connections });
-  }
-  const runs: LoadFigures[] = [];
-  for (let i = 1; i <= opts.runs; i++) {
-    const figures = await runLoad(target, opts);
-    log(
-      `  ${target.name}  run ${i}/${opts.runs}: ${figures.reqPerSec.toFixed(0)} req/s, ` +
-        `p50 ${figures.p50Ms.toFixed(2)} ms, p99 ${figures.p99Ms.toFixed(2)} ms, ${figures.total} responses`,
-    );
-    runs.push(figures);
-  }
-  return {
-    name: target.name,
-    reqPerSec: median(runs.map((r) => r.reqPerSec)),
-    p50Ms: median(runs.map((r) => r.p50Ms)),
-    p99Ms: median(runs.map((r) => r.p99Ms)),
-    runs,
-  };
-}
-
-/**
- * Measures every target in turn with the run's settings and prints the table; the first target
- * is the baseline the others are compared with.
+ * Measures the targets against the first (the baseline) and prints the table. Runs are
+ * interleaved (every target once per round, the baseline first) so that a shared machine's
+ * drift in speed over minutes hits the baseline and the targets alike; each target's ratio is
+ * the median of its per-round ratios to the baseline.
  */
 export async function measureAgainstBaseline(
   ctx: BenchContext,
   targets: LoadTarget[],
-): Promise<Measurement[]> {
+): Promise<ComparedMeasurement[]> {
   const { settings } = ctx;
-  const results: Measurement[] = [];
-  for (const target of targets) {
-    ctx.log(`measuring ${target.name}`);
-    results.push(
-      await measure(target, {
-        durationS: settings.durationS,
-        warmupS: settings.warmupS,
-        runs: settings.runs,
-        connections: settings.connections,
-        log: ctx.log,
-      }),
-    );
+  const load = { durationS: settings.durationS, connections: settings.connections };
+  if (settings.warmupS > 0) {
+    for (const target of targets) {
+      ctx.log(`warming up ${target.name}`);
+      await runLoad(target, { durationS: settings.warmupS, connections: settings.connections });
+    }
   }
-  const baseline = results[0];
-  if (!baseline) throw new Error('no baseline measured');
-  printMeasurements(ctx.log, settings, results, baseline);
+  const runs: LoadFigures[][] = targets.map(() => []);
+  for (let round = 1; round <= settings.runs; round++) {
+    for (const [i, target] of targets.entries()) {
+      const figures = await runLoad(target, load);
+      ctx.log(
+        `  ${target.name}  run ${round}/${settings.runs}: ${figures.reqPerSec.toFixed(0)} req/s, ` +
+          `p50 ${figures.p50Ms.toFixed(2)} ms, p99 ${figures.p99Ms.toFixed(2)} ms, ${figures.total} responses`,
+      );
+      runs[i]!.push(figures);
+    }
+  }
+  const baselineRuns = runs[0];
+  if (!baselineRuns) throw new Error('no baseline measured');
+  const results: ComparedMeasurement[] = targets.map((target, i) => {
+    const own = runs[i]!;
+    return {
+      name: target.name,
+      reqPerSec: median(own.map((r) => r.reqPerSec)),
+      p50Ms: median(own.map((r) => r.p50Ms)),
+      p99Ms: median(own.map((r) => r.p99Ms)),
+      ratio: median(own.map((r, round) => r.reqPerSec / baselineRuns[round]!.reqPerSec)),
+      runs: own,
+    };
+  });
+  printMeasurements(ctx.log, settings, results);
   return results;
 }

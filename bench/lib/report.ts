@@ -76,20 +76,19 @@ function ratio(value: number): string {
 export function printMeasurements(
   log: (line: string) => void,
   settings: { runs: number; durationS: number; connections: number },
-  results: Array<{ name: string; reqPerSec: number; p50Ms: number; p99Ms: number }>,
-  baseline: { reqPerSec: number },
+  results: Array<{ name: string; reqPerSec: number; p50Ms: number; p99Ms: number; ratio: number }>,
 ): void {
   const rows = results.map((r) => [
     r.name,
     r.reqPerSec.toFixed(0),
     r.p50Ms.toFixed(2),
     r.p99Ms.toFixed(2),
-    ratio(r.reqPerSec / baseline.reqPerSec),
+    ratio(r.ratio),
   ]);
   log('');
   log(formatTable(['target', 'req/s', 'p50 ms', 'p99 ms', 'x bare'], rows));
   log(
-    `(medians of ${settings.runs} runs of ${settings.durationS} s, ${settings.connections} connections; ` +
-      `x bare = req/s relative to the bare Fastify route)`,
+    `(medians of ${settings.runs} interleaved runs of ${settings.durationS} s, ${settings.connections} connections; ` +
+      `x bare = median over the rounds of req/s relative to the bare Fastify route in the same round)`,
   );
 }
