@@ -3,6 +3,8 @@ import pg from 'pg';
 /** The channel the triggers of migration 006 notify on. */
 export const CACHE_CHANNEL = 'switchboard_cache';
 const RETRY_MS = 1_000;
+/** A listening connection that does not answer a query within this long is treated as lost. */
+const HEARTBEAT_MS = 5_000;
 
 /** What the feed does to a cache (ReadCache is one). */
 export interface Invalidatable {
@@ -27,9 +29,10 @@ export class CacheFeed {
   private readonly topics = new Map<string, Invalidatable>();
   private client: pg.Client | null = null;
   private retry: NodeJS.Timeout | null = null;
+  private heartbeat: NodeJS.Timeout | null = null;
   private stopped = false;
 
-  constructor(private readonly opts: { url: string; log: Log; retryMs?: number }) {}
+  constructor(private readonly opts: { url: string; log: Log; retryMs?: number; heartbeatMs?: number }) {}
 
   subscribe(topic: string, cache: Invalidatable): void {
     this.topics.set(topic, cache);
@@ -45,6 +48,8 @@ export class CacheFeed {
     this.stopped = true;
     if (this.retry) clearTimeout(this.retry);
     this.retry = null;
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    this.heartbeat = null;
     this.setEnabled(false);
     const client = this.client;
     this.client = null;
@@ -77,11 +82,36 @@ export class CacheFeed {
     }
     this.client = client;
     this.setEnabled(true);
+    this.startHeartbeat(client);
+  }
+
+  /**
+   * A connection cut without a word (a network partition) would otherwise look alive for as long
+   * as TCP takes to notice, while its notifications are lost: a query that does not come back in
+   * time ends it, which disables the caches until a new connection listens.
+   */
+  private startHeartbeat(client: pg.Client): void {
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    const every = this.opts.heartbeatMs ?? HEARTBEAT_MS;
+    this.heartbeat = setInterval(() => {
+      if (this.client !== client) return;
+      const deadline = setTimeout(() => this.lost(client, new Error(`no answer within ${every} ms`)), every);
+      client.query('SELECT 1').then(
+        () => clearTimeout(deadline),
+        (err: Error) => {
+          clearTimeout(deadline);
+          this.lost(client, err);
+        },
+      );
+    }, every);
+    this.heartbeat.unref();
   }
 
   private lost(client: pg.Client, err?: Error): void {
     if (this.client !== client) return;
     this.client = null;
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    this.heartbeat = null;
     this.setEnabled(false);
     if (this.stopped) return;
     this.opts.log.warn({ err }, 'read caches off: the change feed connection was lost; reconnecting');
