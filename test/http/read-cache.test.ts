@@ -1,5 +1,7 @@
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
+import { CacheFeed } from '../../src/db/cache-feed.js';
+import { ReadCache } from '../../src/db/read-cache.js';
 import { newAccount, randomPhone, startTestApp, type TestAccount, type TestApp } from '../helpers.js';
 
 // The API caches key owners and contacts in process. These tests change rows the way another
@@ -80,5 +82,31 @@ describe('read caches', () => {
     expect((await read(acc, contact.id)).json().name).toBe('Two');
     await t.db.updateTable('contacts').set({ name: 'Three' }).where('account_id', '=', acc.accountId).where('id', '=', contact.id).execute();
     await vi.waitFor(async () => expect((await read(acc, contact.id)).json().name).toBe('Three'), SOON);
+  });
+
+  it('a listening connection that stops answering (a silent partition) is given up: the caches go off', async (ctx) => {
+    const cache = new ReadCache<string>({ maxEntries: 10, ttlMs: 60_000 });
+    const log = { info: () => undefined, warn: () => undefined };
+    const feed = new CacheFeed({ url: inject('databaseUrl'), log, heartbeatMs: 200, retryMs: 60_000 });
+    feed.subscribe('contact', cache);
+    await feed.start();
+    try {
+      expect(cache.isEnabled).toBe(true);
+      const pid = feed.listenerPid!;
+      // The backend, frozen, neither answers nor closes: what a partition looks like from here.
+      try {
+        process.kill(pid, 'SIGSTOP');
+      } catch {
+        ctx.skip(); // the database server is not on this machine
+      }
+      try {
+        await vi.waitFor(() => expect(cache.isEnabled).toBe(false), SOON);
+        expect(feed.listenerPid).toBeNull();
+      } finally {
+        process.kill(pid, 'SIGCONT');
+      }
+    } finally {
+      await feed.stop();
+    }
   });
 });
