@@ -98,6 +98,8 @@ export class BroadcastsRepository {
    */
   async recordOutcomes(
     trx: Tx,
+    accountId: string,
+    broadcastId: string,
     outcomes: { ctid: string; conversationId: string | null; messageId: string | null; failureReason: string | null }[],
   ): Promise<void> {
     if (outcomes.length === 0) return;
@@ -107,7 +109,7 @@ export class BroadcastsRepository {
       FROM unnest(${outcomes.map((o) => o.ctid)}::tid[], ${outcomes.map((o) => o.conversationId)}::text[],
                   ${outcomes.map((o) => o.messageId)}::text[], ${outcomes.map((o) => o.failureReason)}::text[])
         AS o(ctid, conversation_id, message_id, failure_reason)
-      WHERE r.ctid = o.ctid`.execute(trx);
+      WHERE r.ctid = o.ctid AND r.account_id = ${accountId} AND r.broadcast_id = ${broadcastId}`.execute(trx);
   }
 
   /** Marks the first reply on a conversation for every broadcast awaiting one there; returns their ids. */

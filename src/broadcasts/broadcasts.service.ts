@@ -185,6 +185,8 @@ export class BroadcastsService {
       });
       await this.deps.broadcasts.recordOutcomes(
         trx,
+        accountId,
+        id,
         results.map((r) => ({
           ctid: fresh.get(r.contactId)!,
           conversationId: r.row?.conversation_id ?? null,
