@@ -1,10 +1,13 @@
+import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 
 /** The channel the triggers of migration 006 notify on. */
 export const CACHE_CHANNEL = 'switchboard_cache';
 const RETRY_MS = 1_000;
-/** A listening connection that does not answer a query within this long is treated as lost. */
+/** How often the feed checks itself end to end, and how long a check may take. */
 const HEARTBEAT_MS = 5_000;
+/** How long `stop` waits for the listening connection to close before cutting it. */
+const CLOSE_MS = 1_000;
 
 /** What the feed does to a cache (ReadCache is one). */
 export interface Invalidatable {
@@ -30,6 +33,7 @@ export class CacheFeed {
   private client: pg.Client | null = null;
   private retry: NodeJS.Timeout | null = null;
   private heartbeat: NodeJS.Timeout | null = null;
+  private readonly pings = new Map<string, () => void>();
   private stopped = false;
 
   constructor(private readonly opts: { url: string; log: Log; retryMs?: number; heartbeatMs?: number }) {}
@@ -53,7 +57,7 @@ export class CacheFeed {
     this.setEnabled(false);
     const client = this.client;
     this.client = null;
-    await client?.end().catch(() => undefined);
+    if (client) await close(client);
   }
 
   /** The listening connection's backend pid (tests), or null while not listening. */
@@ -69,15 +73,18 @@ export class CacheFeed {
     try {
       await client.connect();
       await client.query(`LISTEN ${CACHE_CHANNEL}`);
+      // Listening is not enough: behind a pooler in transaction mode LISTEN succeeds and no
+      // notification ever arrives. The caches go on only once one has made the round trip.
+      await this.ping(client);
     } catch (err) {
       client.removeAllListeners('end');
-      await client.end().catch(() => undefined);
+      await close(client);
       this.opts.log.warn({ err }, 'read caches off: cannot listen for changes; retrying');
       this.scheduleRetry();
       return;
     }
     if (this.stopped) {
-      await client.end().catch(() => undefined);
+      await close(client);
       return;
     }
     this.client = client;
@@ -86,25 +93,40 @@ export class CacheFeed {
   }
 
   /**
-   * A connection cut without a word (a network partition) would otherwise look alive for as long
-   * as TCP takes to notice, while its notifications are lost: a query that does not come back in
-   * time ends it, which disables the caches until a new connection listens.
+   * Every few seconds a notification must make the round trip. A connection cut without a word
+   * (a network partition) would otherwise look alive for as long as TCP takes to notice, with
+   * its notifications lost meanwhile; a failed check disables the caches until a new
+   * connection listens.
    */
   private startHeartbeat(client: pg.Client): void {
     if (this.heartbeat) clearInterval(this.heartbeat);
-    const every = this.opts.heartbeatMs ?? HEARTBEAT_MS;
     this.heartbeat = setInterval(() => {
-      if (this.client !== client) return;
-      const deadline = setTimeout(() => this.lost(client, new Error(`no answer within ${every} ms`)), every);
-      client.query('SELECT 1').then(
-        () => clearTimeout(deadline),
-        (err: Error) => {
-          clearTimeout(deadline);
-          this.lost(client, err);
-        },
-      );
-    }, every);
+      if (this.client === client) this.ping(client).catch((err: Error) => this.lost(client, err));
+    }, this.opts.heartbeatMs ?? HEARTBEAT_MS);
     this.heartbeat.unref();
+  }
+
+  /** Sends a notification to this channel and resolves when this connection has heard it. */
+  private ping(client: pg.Client): Promise<void> {
+    const nonce = randomUUID();
+    const within = this.opts.heartbeatMs ?? HEARTBEAT_MS;
+    return new Promise<void>((resolve, reject) => {
+      const deadline = setTimeout(() => {
+        this.pings.delete(nonce);
+        reject(new Error(`a notification did not come back within ${within} ms`));
+      }, within);
+      deadline.unref();
+      this.pings.set(nonce, () => {
+        clearTimeout(deadline);
+        this.pings.delete(nonce);
+        resolve();
+      });
+      client.query('SELECT pg_notify($1, $2)', [CACHE_CHANNEL, `ping ${nonce}`]).catch((err: Error) => {
+        clearTimeout(deadline);
+        this.pings.delete(nonce);
+        reject(err);
+      });
+    });
   }
 
   private lost(client: pg.Client, err?: Error): void {
@@ -115,7 +137,7 @@ export class CacheFeed {
     this.setEnabled(false);
     if (this.stopped) return;
     this.opts.log.warn({ err }, 'read caches off: the change feed connection was lost; reconnecting');
-    client.end().catch(() => undefined);
+    void close(client);
     this.scheduleRetry();
   }
 
@@ -135,9 +157,27 @@ export class CacheFeed {
   private onNotification(payload: string): void {
     const space = payload.indexOf(' ');
     const topic = space < 0 ? payload : payload.slice(0, space);
+    if (topic === 'ping') {
+      this.pings.get(payload.slice(space + 1))?.();
+      return;
+    }
     const cache = this.topics.get(topic);
     if (!cache) return;
     if (space < 0) cache.clear();
     else cache.invalidate(payload.slice(space + 1));
   }
+}
+
+/** Ends a connection politely, or cuts it when the server does not answer (a frozen backend). */
+async function close(client: pg.Client): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const cut = new Promise<void>((resolve) => {
+    timer = setTimeout(() => {
+      (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
+      resolve();
+    }, CLOSE_MS);
+    timer.unref();
+  });
+  await Promise.race([client.end().catch(() => undefined), cut]);
+  clearTimeout(timer);
 }

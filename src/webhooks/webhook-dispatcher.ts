@@ -8,6 +8,7 @@ import { newId } from '../ids.js';
 import { guardedFetch, OutboundError } from '../net/guarded-fetch.js';
 import { PollLoop } from '../jobs/poll-loop.js';
 import { nextRetryDelayMs, parseRetryAfter } from './retry-policy.js';
+import { lockDeliveries } from './webhooks.repository.js';
 import { eventBody, serviceSignature, standardSignature } from './signing.js';
 
 export const DELIVERY_TIMEOUT_MS = 10_000;
@@ -83,9 +84,24 @@ export class WebhookDispatcher {
    * steady trickle of events is claimed in groups rather than with one claim per delivery.
    */
   private backlogged = false;
-  /** Group commit of outcomes: one statement for the attempts that finish while one is written. */
+  /** Claim statements run so far (tests watch that an idle or saturated dispatcher does not spin). */
+  claims = 0;
+  /**
+   * Group commit of outcomes: one statement for the attempts that finish while one is written.
+   * Should a group fail, its attempts are written one by one, so that one bad row (or a lost
+   * deadlock) does not leave the others leased and sent again.
+   */
   private readonly books = new Batcher<Attempt, void>(async (attempts) => {
-    await this.writeAttempts(this.opts.db, attempts);
+    try {
+      await this.writeAttempts(this.opts.db, attempts);
+    } catch (err) {
+      if (attempts.length === 1) throw err;
+      for (const attempt of attempts) {
+        await this.writeAttempts(this.opts.db, [attempt]).catch((e: unknown) =>
+          this.opts.log.error({ err: e, webhook: attempt.d.webhook_id }, 'webhook delivery bookkeeping failed'),
+        );
+      }
+    }
     return [];
   });
 
@@ -99,8 +115,10 @@ export class WebhookDispatcher {
     this.loop = new PollLoop(
       async () => {
         await this.pruneIfDue();
-        await this.claimAndStart();
-        return this.backlogged && this.inFlightTotal < this.maxInFlight;
+        // At once again only when this claim took work and left some behind; a claim that took
+        // nothing (every due webhook at its limit) waits for a slot's signal or the interval.
+        const claimed = await this.claimAndStart();
+        return claimed > 0 && this.backlogged && this.inFlightTotal < this.maxInFlight;
       },
       this.pollIntervalMs,
       (err) => this.opts.log.error({ err }, 'webhook dispatcher: claiming failed'),
@@ -143,6 +161,7 @@ export class WebhookDispatcher {
     const busy = [...this.inFlight.entries()];
     const now = this.opts.clock.now();
     const lease = new Date(now.getTime() + this.leaseMs);
+    this.claims++;
     const result = await sql<Claimed>`
       WITH RECURSIVE hooks AS (
         (SELECT webhook_id FROM webhook_deliveries WHERE state = 'pending' ORDER BY webhook_id LIMIT 1)
@@ -297,6 +316,7 @@ export class WebhookDispatcher {
           .where('account_id', '=', d.account_id)
           .where('id', '=', d.webhook_id)
           .execute();
+        await lockDeliveries(trx, d.account_id, d.webhook_id);
         await trx
           .updateTable('webhook_deliveries')
           .set({ state: 'failed', locked_until: null, updated_at: now })
@@ -326,11 +346,19 @@ export class WebhookDispatcher {
           ${col((a) => a.error)}::text[], ${col((a) => a.durationMs)}::int[], ${col((a) => a.at)}::timestamptz[]
         ) AS i(account_id, webhook_id, event_id, id, event_type, attempt, state, next_attempt_at, status_code, error, duration_ms, at)
       ),
+      -- Locked in primary-key order, the order of every multi-row lock on deliveries
+      -- (lockDeliveries), so a group never deadlocks with a webhook's deletion.
+      locked AS (
+        SELECT d.ctid AS row_id, i.* FROM input i
+        JOIN webhook_deliveries d ON d.account_id = i.account_id AND d.webhook_id = i.webhook_id AND d.event_id = i.event_id
+        ORDER BY d.account_id, d.webhook_id, d.event_id
+        FOR UPDATE OF d
+      ),
       updated AS (
         UPDATE webhook_deliveries d
-        SET state = i.state, next_attempt_at = i.next_attempt_at, locked_until = NULL, updated_at = i.at
-        FROM input i
-        WHERE d.account_id = i.account_id AND d.webhook_id = i.webhook_id AND d.event_id = i.event_id
+        SET state = l.state, next_attempt_at = l.next_attempt_at, locked_until = NULL, updated_at = l.at
+        FROM locked l
+        WHERE d.ctid = l.row_id
         RETURNING d.account_id, d.webhook_id, d.event_id
       )
       INSERT INTO webhook_attempts (account_id, id, webhook_id, event_id, event_type, attempt, status_code, error, duration_ms, created_at)

@@ -39,6 +39,7 @@ export class WebhooksRepository {
   async delete(trx: Tx, accountId: string, id: string): Promise<boolean> {
     const r = await trx.deleteFrom('webhooks').where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
     if (r.numDeletedRows === 0n) return false;
+    await lockDeliveries(trx, accountId, id);
     await trx.deleteFrom('webhook_deliveries').where('account_id', '=', accountId).where('webhook_id', '=', id).execute();
     await trx.deleteFrom('webhook_attempts').where('account_id', '=', accountId).where('webhook_id', '=', id).execute();
     return true;
@@ -46,6 +47,7 @@ export class WebhooksRepository {
 
   /** Gives up what is still queued for a webhook that no longer takes deliveries. */
   async failPending(trx: Tx, accountId: string, webhookId: string, now: Date): Promise<void> {
+    await lockDeliveries(trx, accountId, webhookId);
     await trx
       .updateTable('webhook_deliveries')
       .set({ state: 'failed', locked_until: null, updated_at: now })
@@ -78,4 +80,20 @@ export class WebhooksRepository {
       DO UPDATE SET state = 'pending', next_attempt_at = ${now}, locked_until = NULL, updated_at = ${now}`.execute(trx);
     return (r.numAffectedRows ?? 0n) > 0n;
   }
+}
+
+/**
+ * Locks a webhook's deliveries in primary-key order, the order every statement that locks many
+ * deliveries takes (the dispatcher's grouped bookkeeping included), so two of them never wait
+ * on each other in a cycle.
+ */
+export async function lockDeliveries(trx: Tx, accountId: string, webhookId: string): Promise<void> {
+  await trx
+    .selectFrom('webhook_deliveries')
+    .select('event_id')
+    .where('account_id', '=', accountId)
+    .where('webhook_id', '=', webhookId)
+    .orderBy('event_id')
+    .forUpdate()
+    .execute();
 }

@@ -143,3 +143,23 @@ it('a delivery leased by a dead worker is not delivered until its lease ends, th
     await rcv.close();
   }
 });
+
+it('a dispatcher whose only due webhook is at its limit waits for a slot instead of claiming in a loop', async () => {
+  const slow = await startHttpsServer(() => ({ status: 200, delayMs: 1_500 }));
+  const dispatcher = t.dispatcher({ perWebhook: 2, pollIntervalMs: 50 });
+  try {
+    const acc = await newAccount(t);
+    await createWebhook(acc, slow.url('/saturated'));
+    for (let i = 0; i < 6; i++) await createContact(acc);
+    dispatcher.start();
+    await expect.poll(() => slow.requests.length, { timeout: 5_000 }).toBe(2);
+    const before = dispatcher.claims;
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    // Polling every 50 ms is about 20 claims a second; a loop would run hundreds.
+    expect(dispatcher.claims - before).toBeLessThanOrEqual(30);
+    expect(slow.requests.length).toBe(2);
+  } finally {
+    await dispatcher.stop();
+    await slow.close();
+  }
+});
