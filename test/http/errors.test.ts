@@ -221,13 +221,13 @@ describe('X-Request-Id', () => {
 });
 
 describe('unknown query parameters on routes that take none', () => {
-  it.each([
+  it.each<['GET' | 'POST', string]>([
     ['GET', '/v1/users/usr_x?expand=all'],
     ['POST', '/v1/conversations/conv_x/resolve?force=true'],
     ['GET', '/v1/webhooks?page=2'],
   ])('%s %s → 422 naming the parameter', async (method, url) => {
     const acc = await newAccount(t);
-    const res = await acc.call({ method: method, url });
+    const res = await acc.call({ method, url });
     expect(res.statusCode).toBe(422);
     expect(res.json().error.code).toBe('validation_error');
     expect(res.json().error.details[0].issue).toBe('unknown query parameter');
