@@ -8,7 +8,8 @@ import { AccountsService } from './accounts/accounts.service.js';
 import { adminRoutes } from './admin/admin.routes.js';
 import type { Clock } from './clock.js';
 import type { Config } from './config.js';
-import { ContactsRepository, type ContactRow } from './contacts/contacts.repository.js';
+import { ContactsRepository } from './contacts/contacts.repository.js';
+import type { Contact } from './contacts/contacts.schema.js';
 import { contactsRoutes } from './contacts/contacts.routes.js';
 import { ContactsService } from './contacts/contacts.service.js';
 import type { Db } from './db/database.js';
@@ -86,7 +87,7 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
   // Disabled (every read goes to the database) until a CacheFeed listens for changes.
   const caches = {
     keys: new ReadCache<KeyOwner>({ maxEntries: 10_000, ttlMs: 60_000 }),
-    contact: new ReadCache<ContactRow>({ maxEntries: 10_000, ttlMs: 60_000 }),
+    contact: new ReadCache<Contact>({ maxEntries: 10_000, ttlMs: 60_000 }),
   };
   const accounts = new AccountsService({ db, accounts: new AccountsRepository(db), clock, cache: caches.keys });
   const contacts = new ContactsService({ tx, contacts: new ContactsRepository(db), outbox, clock, cache: caches.contact });

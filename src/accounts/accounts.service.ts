@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import { Batcher } from '../db/batcher.js';
 import type { ReadCache } from '../db/read-cache.js';
@@ -26,7 +26,8 @@ export interface IssuedKey {
 }
 
 export function hashApiKey(apiKey: string): string {
-  return createHash('sha256').update(apiKey).digest('hex');
+  // The one-shot hash is about twice as fast as createHash for a key, on every request.
+  return hash('sha256', apiKey, 'hex');
 }
 
 function toAccount(row: AccountRow): Account {

@@ -67,8 +67,11 @@ export class ContactsService {
       contacts: ContactsRepository;
       outbox: Outbox;
       clock: Clock;
-      /** Contacts by `<account id> <contact id>`; see ReadCache for how it stays correct. */
-      cache: ReadCache<ContactRow>;
+      /**
+       * Contacts by `<account id> <contact id>`, kept as presented so that a hit costs no
+       * formatting; see ReadCache for how it stays correct.
+       */
+      cache: ReadCache<Contact>;
     },
   ) {
     this.byId = new Batcher((keys) => deps.contacts.findMany(keys), { maxBatch: 100, maxConcurrent: 1 });
@@ -116,11 +119,12 @@ export class ContactsService {
   }
 
   async get(scope: Scope, id: string): Promise<Contact> {
-    const row = await this.deps.cache.get(`${scope.accountId} ${id}`, () =>
-      this.byId.submit({ accountId: scope.accountId, id }),
-    );
-    if (!row) throw new NotFound('contact', id);
-    return toContact(row);
+    const contact = await this.deps.cache.get(`${scope.accountId} ${id}`, async () => {
+      const row = await this.byId.submit({ accountId: scope.accountId, id });
+      return row && toContact(row);
+    });
+    if (!contact) throw new NotFound('contact', id);
+    return contact;
   }
 
   async getInTransaction(trx: Tx, accountId: string, id: string): Promise<Contact> {
