@@ -95,6 +95,12 @@ export class BroadcastsRepository {
    * transaction inserted cannot move under it, and a TID scan cannot be misplanned on a table
    * whose statistics still describe it as empty (as broadcast_recipients is while a large first
    * broadcast fills it).
+   *
+   * The account and broadcast are checked with IS NOT DISTINCT FROM (the same test for these
+   * non-null keys) because no index can serve it: written as `=`, the cached generic plan, which
+   * estimates one row for the broadcast on a table without statistics, scans every recipient of
+   * the broadcast so far through the primary key for each batch, and a 100,000-recipient fan-out
+   * slowed from thousands to about 200 recipients a second.
    */
   async recordOutcomes(
     trx: Tx,
@@ -109,7 +115,8 @@ export class BroadcastsRepository {
       FROM unnest(${outcomes.map((o) => o.ctid)}::tid[], ${outcomes.map((o) => o.conversationId)}::text[],
                   ${outcomes.map((o) => o.messageId)}::text[], ${outcomes.map((o) => o.failureReason)}::text[])
         AS o(ctid, conversation_id, message_id, failure_reason)
-      WHERE r.ctid = o.ctid AND r.account_id = ${accountId} AND r.broadcast_id = ${broadcastId}`.execute(trx);
+      WHERE r.ctid = o.ctid
+        AND (r.account_id, r.broadcast_id) IS NOT DISTINCT FROM (${accountId}, ${broadcastId})`.execute(trx);
   }
 
   /** Marks the first reply on a conversation for every broadcast awaiting one there; returns their ids. */

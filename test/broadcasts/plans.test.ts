@@ -1,0 +1,102 @@
+import { Kysely, PostgresDialect, sql, type CompiledQuery } from 'kysely';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BroadcastsRepository } from '../../src/broadcasts/broadcasts.repository.js';
+import type { Tables } from '../../src/db/schema.js';
+import { createPrivateDatabase } from '../helpers.js';
+
+// The fan-out runs its statements as named prepared statements, which PostgreSQL may answer
+// with a generic plan, planned without the parameters' values; on a table that is filling up
+// for the first time it has no statistics either. A plan that reads all of a broadcast's
+// recipients for every batch makes a large fan-out quadratic, so these tests look at the plan
+// itself (which is deterministic) rather than at timings.
+
+let database: { url: string; drop: () => Promise<void> };
+let db: Kysely<Tables>;
+const statements: CompiledQuery[] = [];
+
+beforeAll(async () => {
+  database = await createPrivateDatabase();
+  db = new Kysely<Tables>({
+    dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: database.url, max: 1 }) }),
+    log: (event) => {
+      if (event.level === 'query') statements.push(event.query);
+    },
+  });
+  // A broadcast part-way through a large first fan-out: many recipients, no statistics yet.
+  await sql`ALTER TABLE broadcast_recipients SET (autovacuum_enabled = false)`.execute(db);
+  await sql`
+    INSERT INTO broadcast_recipients (account_id, broadcast_id, contact_id, created_at)
+    SELECT 'acc_plan', 'bc_plan', 'con_' || lpad(i::text, 8, '0'), now()
+    FROM generate_series(1, 20000) AS i`.execute(db);
+});
+
+afterAll(async () => {
+  await db.destroy();
+  await database.drop();
+});
+
+/** A parameter as an SQL literal (EXECUTE takes no bind parameters); arrays of text or null. */
+function literal(value: unknown): string {
+  if (value === null) return 'NULL';
+  if (Array.isArray(value)) {
+    const items = (value as (string | null)[]).map((v) => (v === null ? 'NULL' : `"${v.replace(/["\\]/g, '\\$&')}"`));
+    return pg.escapeLiteral(`{${items.join(',')}}`);
+  }
+  if (typeof value === 'string') return pg.escapeLiteral(value);
+  throw new TypeError(`no literal for ${typeof value}`);
+}
+
+/** The generic plan of `query`, as a named prepared statement would run it. */
+async function genericPlan(query: CompiledQuery): Promise<string> {
+  return db.transaction().execute(async (trx) => {
+    await sql`SET LOCAL plan_cache_mode = force_generic_plan`.execute(trx);
+    await sql`PREPARE plan_probe AS ${sql.raw(query.sql)}`.execute(trx);
+    const args = sql.raw(query.parameters.map(literal).join(', '));
+    const { rows } = await sql<{ 'QUERY PLAN': string }>`EXPLAIN EXECUTE plan_probe(${args})`.execute(trx);
+    await sql`DEALLOCATE plan_probe`.execute(trx);
+    return rows.map((r) => r['QUERY PLAN']).join('\n');
+  });
+}
+
+describe('fan-out statement plans on a table without statistics', () => {
+  it("finds a batch's recipients by their ctid, never by reading the whole broadcast", async () => {
+    const reltuples = await sql<{ reltuples: number }>`
+      SELECT reltuples FROM pg_class WHERE relname = 'broadcast_recipients'`.execute(db);
+    expect(reltuples.rows[0]?.reltuples).toBe(-1); // never analyzed
+
+    statements.length = 0;
+    await db.transaction().execute((trx) =>
+      new BroadcastsRepository(db).recordOutcomes(trx, 'acc_plan', 'bc_plan', [
+        { ctid: '(0,1)', conversationId: 'conv_1', messageId: 'msg_1', failureReason: null },
+        { ctid: '(0,2)', conversationId: null, messageId: null, failureReason: 'outside the 24-hour window' },
+      ]),
+    );
+    const update = statements.find((q) => q.sql.includes('UPDATE broadcast_recipients'));
+    expect(update).toBeDefined();
+
+    const plan = await genericPlan(update!);
+    expect(plan).toContain('Tid Scan on broadcast_recipients');
+    expect(plan).not.toContain('broadcast_recipients_pkey');
+    expect(plan).not.toContain('Seq Scan on broadcast_recipients');
+  });
+
+  it('still updates only rows of the given account and broadcast', async () => {
+    const { rows } = await sql<{ ctid: string; contact_id: string }>`
+      SELECT ctid::text AS ctid, contact_id FROM broadcast_recipients ORDER BY contact_id LIMIT 1`.execute(db);
+    const target = rows[0]!;
+    const repo = new BroadcastsRepository(db);
+    const outcome = { ctid: target.ctid, conversationId: null, messageId: null, failureReason: 'probe' };
+
+    await db.transaction().execute((trx) => repo.recordOutcomes(trx, 'acc_other', 'bc_plan', [outcome]));
+    await db.transaction().execute((trx) => repo.recordOutcomes(trx, 'acc_plan', 'bc_other', [outcome]));
+    const untouched = await sql<{ failure_reason: string | null }>`
+      SELECT failure_reason FROM broadcast_recipients WHERE contact_id = ${target.contact_id}`.execute(db);
+    expect(untouched.rows[0]?.failure_reason).toBeNull();
+
+    await db.transaction().execute((trx) => repo.recordOutcomes(trx, 'acc_plan', 'bc_plan', [outcome]));
+    const updated = await sql<{ failure_reason: string | null }>`
+      SELECT failure_reason FROM broadcast_recipients WHERE contact_id = ${target.contact_id}`.execute(db);
+    expect(updated.rows[0]?.failure_reason).toBe('probe');
+  });
+});
