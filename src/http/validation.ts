@@ -27,9 +27,44 @@ export const validatorCompiler: FastifySchemaCompiler<object> = ({ schema, httpP
   return ajv.compile(schema);
 };
 
+/**
+ * Ajv reports a failed `anyOf` (a literal union, a nullable field, a union of value types) as one
+ * error per branch followed by "must match a schema in anyOf". A client needs one issue: the
+ * values or types allowed, or, when the value had the right type but broke a rule of that
+ * branch (a maximum, a format), that rule.
+ */
+function collapseAnyOf(errors: ErrorObject[]): ErrorObject[] {
+  const out: ErrorObject[] = [];
+  for (const e of errors) {
+    if (e.keyword !== 'anyOf') {
+      out.push(e);
+      continue;
+    }
+    const prefix = `${e.schemaPath}/`;
+    const branches = out.filter((b) => b.schemaPath.startsWith(prefix));
+    for (let i = out.length - 1; i >= 0; i--) if (out[i]!.schemaPath.startsWith(prefix)) out.splice(i, 1);
+    const specific = branches.filter(
+      (b) => b.instancePath !== e.instancePath || (b.keyword !== 'type' && b.keyword !== 'const'),
+    );
+    if (specific.length > 0) {
+      out.push(...specific);
+      continue;
+    }
+    const values = branches.filter((b) => b.keyword === 'const').map((b) => JSON.stringify((b.params as { allowedValue: unknown }).allowedValue));
+    const types = branches.filter((b) => b.keyword === 'type').map((b) => String((b.params as { type: string }).type));
+    const allowed = [...values.map((v) => v.replace(/^"(.*)"$/, '$1')), ...types];
+    const message =
+      types.length === 0
+        ? `must be one of ${allowed.join(', ')}`
+        : `must be ${allowed.slice(0, -1).join(', ')}${allowed.length > 1 ? ' or ' : ''}${allowed.at(-1) ?? 'valid'}`;
+    out.push({ ...e, message });
+  }
+  return out;
+}
+
 /** Turns Ajv's findings into `{ field, issue }` pairs named the way the client wrote them. */
 export function describeValidation(errors: ErrorObject[], part: string | undefined): ErrorDetail[] {
-  return errors.map((e) => {
+  return collapseAnyOf(errors).map((e) => {
     const path = e.instancePath
       .split('/')
       .slice(1)

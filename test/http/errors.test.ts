@@ -4,7 +4,7 @@ import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { createDb } from '../../src/db/database.js';
 import { MemoryRateLimiter } from '../../src/http/rate-limiter.js';
-import { newAccount, randomPhone, startTestApp, TestClock, type TestAccount, type TestApp } from '../helpers.js';
+import { ADMIN_TOKEN, newAccount, randomPhone, startTestApp, TestClock, type TestAccount, type TestApp } from '../helpers.js';
 
 let t: TestApp;
 let acc: TestAccount;
@@ -122,6 +122,37 @@ describe('request body errors', () => {
       expectNoStack(res);
       expect(res.json().error.code).toMatch(/^(invalid_request|validation_error)$/);
     }
+  });
+});
+
+describe('one issue for a value that matches no allowed form', () => {
+  const asAdmin = (payload: object) =>
+    t.app.inject({ method: 'POST', url: '/admin/accounts', headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload });
+
+  it.each([
+    ['an unknown value of a literal union', { name: 'Acme', plan: 'gold' }, 'plan', 'must be one of starter, growth, enterprise'],
+    ['a nullable integer over its maximum', { name: 'Acme', plan: 'growth', rate_limit_per_minute: 5_000_000 }, 'rate_limit_per_minute', 'must be <= 1000000'],
+    ['a nullable integer of the wrong type', { name: 'Acme', plan: 'growth', rate_limit_per_minute: 'many' }, 'rate_limit_per_minute', 'must be integer or null'],
+  ])('%s', async (_case, payload, field, issue) => {
+    const error = expectEnvelope(await asAdmin(payload), 422, 'validation_error');
+    expect(error.details).toEqual([{ field, issue }]);
+    expect(error.message).toBe(`${field}: ${issue}`);
+  });
+
+  it('names the accepted types of a nullable string and of a custom field value', async () => {
+    const name = expectEnvelope(
+      await acc.call({ method: 'POST', url: '/v1/contacts', payload: { phone: randomPhone(), name: 5 } }),
+      422,
+      'validation_error',
+    );
+    expect(name.details).toEqual([{ field: 'name', issue: 'must be string or null' }]);
+
+    const value = expectEnvelope(
+      await acc.call({ method: 'POST', url: '/v1/contacts', payload: { phone: randomPhone(), custom_fields: { seats: [1] } } }),
+      422,
+      'validation_error',
+    );
+    expect(value.details).toEqual([{ field: 'custom_fields.seats', issue: 'must be string, number or boolean' }]);
   });
 });
 
