@@ -19,12 +19,12 @@ export class AccountsRepository {
     await trx.insertInto('accounts').values(row).execute();
   }
 
-  async find(id: string): Promise<AccountRow | undefined> {
-    return this.db.selectFrom('accounts').selectAll().where('id', '=', id).executeTakeFirst();
+  async find(id: string, trx: Tx | Db = this.db): Promise<AccountRow | undefined> {
+    return trx.selectFrom('accounts').selectAll().where('id', '=', id).executeTakeFirst();
   }
 
-  async count(): Promise<number> {
-    const row = await this.db
+  async count(trx: Tx | Db = this.db): Promise<number> {
+    const row = await trx
       .selectFrom('accounts')
       .select((eb) => eb.fn.countAll<string>().as('n'))
       .executeTakeFirstOrThrow();

@@ -2,7 +2,8 @@ import { hash, randomBytes } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import { Batcher } from '../db/batcher.js';
 import type { ReadCache } from '../db/read-cache.js';
-import type { Db } from '../db/database.js';
+import { sql } from 'kysely';
+import type { Db, Tx } from '../db/database.js';
 import type { Plan } from '../db/schema.js';
 import { NotFound } from '../errors.js';
 import { newId } from '../ids.js';
@@ -60,11 +61,10 @@ export class AccountsService {
     this.owners = new Batcher((hashes) => deps.accounts.findKeyOwners(hashes), { maxBatch: 100, maxConcurrent: 1 });
   }
 
-  async createAccount(input: {
-    name: string;
-    plan: Plan;
-    rate_limit_per_minute?: number | null;
-  }): Promise<Account> {
+  async createAccount(
+    input: { name: string; plan: Plan; rate_limit_per_minute?: number | null },
+    trx: Tx | Db = this.deps.db,
+  ): Promise<Account> {
     const now = this.deps.clock.now();
     const row: AccountRow = {
       id: newId('acc'),
@@ -74,7 +74,7 @@ export class AccountsService {
       created_at: now,
       updated_at: now,
     };
-    await this.deps.accounts.insert(this.deps.db, row);
+    await this.deps.accounts.insert(trx, row);
     return toAccount(row);
   }
 
@@ -95,12 +95,12 @@ export class AccountsService {
   }
 
   /** Issues a key; only its SHA-256 is stored, so the key itself is shown this once. */
-  async createApiKey(accountId: string, name: string | null): Promise<IssuedKey> {
-    if (!(await this.deps.accounts.find(accountId))) throw new NotFound('account', accountId);
+  async createApiKey(accountId: string, name: string | null, trx: Tx | Db = this.deps.db): Promise<IssuedKey> {
+    if (!(await this.deps.accounts.find(accountId, trx))) throw new NotFound('account', accountId);
     const apiKey = `sb_live_${randomBytes(32).toString('base64url')}`;
     const now = this.deps.clock.now();
     const id = newId('key');
-    await this.deps.accounts.insertKey(this.deps.db, {
+    await this.deps.accounts.insertKey(trx, {
       account_id: accountId,
       id,
       name,
@@ -125,9 +125,15 @@ export class AccountsService {
 
   /** First start on an empty store: one Growth account and its key, so the service is usable at once. */
   async bootstrapDefaultAccount(): Promise<{ account: Account; key: IssuedKey } | null> {
-    if ((await this.deps.accounts.count()) > 0) return null;
-    const account = await this.createAccount({ name: 'Default', plan: 'growth' });
-    const key = await this.createApiKey(account.id, 'default');
-    return { account, key };
+    // One transaction under a lock: processes starting together on an empty store create one
+    // account between them, and a crash cannot leave it without its key (which would never be
+    // printed, since the store is no longer empty).
+    return this.deps.db.transaction().execute(async (trx) => {
+      await sql`SELECT pg_advisory_xact_lock(hashtext('switchboard:bootstrap'))`.execute(trx);
+      if ((await this.deps.accounts.count(trx)) > 0) return null;
+      const account = await this.createAccount({ name: 'Default', plan: 'growth' }, trx);
+      const key = await this.createApiKey(account.id, 'default', trx);
+      return { account, key };
+    });
   }
 }
