@@ -5,8 +5,9 @@ import type { Db, Tx } from '../db/database.js';
 import { AppError, ValidationError } from '../errors.js';
 
 const RETENTION_MS = 24 * 60 * 60 * 1000;
-// A request still "running" after this long died with its process; its effect never committed
-// (the record would say completed if it had), so a retry may take it over.
+// A request still "running" after this long is presumed dead with its process, so a retry may
+// take the key over. Every write of the record is fenced by the lock time its request holds, so
+// a request that was only slow, not dead, finds the key taken and rolls its effect back.
 const STALE_LOCK_MS = 60_000;
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 
@@ -17,6 +18,8 @@ interface IdempotentRequest {
   key: string;
   committed: boolean;
   replayed: boolean;
+  /** When this request took the key; a retry that takes over a stale key moves it. */
+  lockedAt: Date;
 }
 
 declare module 'fastify' {
@@ -61,7 +64,10 @@ export function installIdempotency(app: FastifyInstance, deps: { db: Db; clock: 
       .onConflict((oc) => oc.doNothing())
       .returning('key')
       .executeTakeFirst();
-    if (inserted) return 'proceed';
+    if (inserted) {
+      r.lockedAt = now;
+      return 'proceed';
+    }
 
     const row = await db
       .selectFrom('idempotency_keys')
@@ -106,15 +112,19 @@ export function installIdempotency(app: FastifyInstance, deps: { db: Db; clock: 
     if (taken.numUpdatedRows === 0n) {
       throw new AppError('idempotency_error', 'a request with this Idempotency-Key is still in progress', 409);
     }
+    r.lockedAt = now;
     return 'proceed';
   }
 
-  async function complete(trx: Tx | Db, r: IdempotentRequest, status: number, body: string): Promise<void> {
-    await trx
+  /** Records the response while this request still holds the key; false when it no longer does. */
+  async function complete(trx: Tx | Db, r: IdempotentRequest, status: number, body: string): Promise<boolean> {
+    const result = await trx
       .updateTable('idempotency_keys')
       .set({ state: 'completed', response_status: status, response_body: body })
       .where((eb) => eb.and(idOf(r)))
-      .execute();
+      .where('locked_at', '=', r.lockedAt)
+      .executeTakeFirst();
+    return result.numUpdatedRows > 0n;
   }
 
   const preValidation = async (request: FastifyRequest, reply: FastifyReply) => {
@@ -131,6 +141,7 @@ export function installIdempotency(app: FastifyInstance, deps: { db: Db; clock: 
       key,
       committed: false,
       replayed: false,
+      lockedAt: new Date(0),
     };
     if ((await claim(r, hashBody(request.body), reply)) === 'replayed') return reply;
     // Only a request that holds the key may record its response: a refused one (other body,
@@ -142,7 +153,10 @@ export function installIdempotency(app: FastifyInstance, deps: { db: Db; clock: 
       ...request.scope,
       beforeCommit: async (trx, result) => {
         if (r.committed) return;
-        await complete(trx, r, successStatus, JSON.stringify(result));
+        if (!(await complete(trx, r, successStatus, JSON.stringify(result)))) {
+          // Taken over by a retry after STALE_LOCK_MS: this effect must not commit as well.
+          throw new AppError('idempotency_error', 'this Idempotency-Key was taken over by a retry of the request', 409);
+        }
         r.committed = true;
       },
     };
@@ -159,6 +173,7 @@ export function installIdempotency(app: FastifyInstance, deps: { db: Db; clock: 
           .deleteFrom('idempotency_keys')
           .where((eb) => eb.and(idOf(r)))
           .where('state', '=', 'running')
+          .where('locked_at', '=', r.lockedAt)
           .execute();
       }
       return payload;

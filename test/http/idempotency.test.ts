@@ -1,6 +1,10 @@
 import type { LightMyRequestResponse } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { startHttpsServer } from '../https-server.js';
 import { newAccount, randomPhone, startTestApp, type TestAccount, type TestApp } from '../helpers.js';
+
+// The first bytes of a PNG file, enough for a content-type check.
+const PNG = Buffer.from('89504e470d0a1a0a0000000d49484452', 'hex');
 
 let t: TestApp;
 beforeAll(async () => {
@@ -224,6 +228,36 @@ describe('Idempotency-Key', () => {
     expect(retry.headers['idempotent-replayed']).toBeUndefined();
     expectReplayOf(await post(acc, dead, body), retry);
     expect(await total(acc)).toBe(1);
+  });
+
+  it('rolls back a slow request whose key a retry took over meanwhile, so the effect happens once', async () => {
+    // The media fetch holds the first request in flight for a while.
+    const media = await startHttpsServer(() => ({ status: 200, headers: { 'content-type': 'image/png' }, body: PNG, delayMs: 1_000 }));
+    try {
+      const acc = await newAccount(t);
+      const contact = await acc.call({ method: 'POST', url: '/v1/contacts', payload: { phone: randomPhone() } });
+      const key = newKey();
+      const slow = post(acc, key, { contact_id: contact.json().id, channel: 'webchat', type: 'image', media_url: media.url('/pic.png') }, '/v1/messages/send');
+      await vi.waitFor(() => expect(media.requests).toHaveLength(1));
+      // What a retry does once the lock looks stale: it takes the key with a new lock time.
+      const takenAt = new Date(t.clock.now().getTime() + 1);
+      await t.db.updateTable('idempotency_keys').set({ locked_at: takenAt }).where('account_id', '=', acc.accountId).where('key', '=', key).execute();
+
+      const res = await slow;
+      expect(res.statusCode, res.body).toBe(409);
+      expect(res.json().error.code).toBe('idempotency_error');
+      const messages = await t.db.selectFrom('messages').select('id').where('account_id', '=', acc.accountId).execute();
+      expect(messages).toEqual([]);
+      const row = await t.db
+        .selectFrom('idempotency_keys')
+        .select(['state', 'locked_at', 'response_status'])
+        .where('account_id', '=', acc.accountId)
+        .where('key', '=', key)
+        .executeTakeFirstOrThrow();
+      expect(row).toEqual({ state: 'running', locked_at: takenAt, response_status: null });
+    } finally {
+      await media.close();
+    }
   });
 
   it('does not apply to requests without the header', async () => {
