@@ -6,6 +6,7 @@ import type { Config } from './config.js';
 import { createDb, migrate, type Db } from './db/database.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './db/embedded-postgres.js';
 import { MemoryRateLimiter, RedisRateLimiter, type RateLimiter } from './http/rate-limiter.js';
+import { schedulePruning } from './http/idempotency.js';
 import { JobRunner } from './jobs/job-runner.js';
 import { WebhookDispatcher } from './webhooks/webhook-dispatcher.js';
 
@@ -89,10 +90,12 @@ export async function startService(
   }
   runner?.start();
   dispatcher?.start();
+  const stopPruning = roles.workers ? schedulePruning({ db: store.db, clock: systemClock, log: app.log }) : null;
   app.log.info({ api: roles.api, workers: roles.workers }, 'switchboard started');
   return {
     app,
     stop: async () => {
+      stopPruning?.();
       await Promise.all([app.close(), runner?.stop(), dispatcher?.stop()]);
       await Promise.all([rateLimiter.close(), feed?.stop()]);
     },

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { sql } from 'kysely';
 import type { Clock } from '../clock.js';
 import type { Db, Tx } from '../db/database.js';
 import { AppError, ValidationError } from '../errors.js';
@@ -191,4 +192,33 @@ export function installIdempotency(app: FastifyInstance, deps: { db: Db; clock: 
     route.onSend = [...asList(route.onSend), onSend];
   });
 
+}
+
+/**
+ * Deletes keys past their 24 h retention, a batch at a time so that no statement holds many
+ * row locks or runs long; returns how many went. Workers run it periodically.
+ */
+export async function pruneIdempotencyKeys(db: Db, now: Date, batchSize = 10_000): Promise<number> {
+  const cutoff = new Date(now.getTime() - RETENTION_MS);
+  let deleted = 0;
+  for (;;) {
+    const result = await sql`
+      DELETE FROM idempotency_keys WHERE ctid IN (
+        SELECT ctid FROM idempotency_keys WHERE created_at <= ${cutoff} LIMIT ${batchSize})`.execute(db);
+    const n = Number(result.numAffectedRows ?? 0n);
+    deleted += n;
+    if (n < batchSize) return deleted;
+  }
+}
+
+/** Prunes expired idempotency keys now and every `everyMs`; the returned function stops it. */
+export function schedulePruning(deps: { db: Db; clock: Clock; log: FastifyBaseLogger }, everyMs = 600_000): () => void {
+  const run = () =>
+    pruneIdempotencyKeys(deps.db, deps.clock.now()).catch((err: unknown) =>
+      deps.log.warn({ err }, 'pruning expired idempotency keys failed; next try in 10 minutes'),
+    );
+  void run();
+  const timer = setInterval(() => void run(), everyMs);
+  timer.unref();
+  return () => clearInterval(timer);
 }

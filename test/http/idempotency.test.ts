@@ -1,5 +1,6 @@
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { pruneIdempotencyKeys } from '../../src/http/idempotency.js';
 import { startHttpsServer } from '../https-server.js';
 import { newAccount, randomPhone, startTestApp, type TestAccount, type TestApp } from '../helpers.js';
 
@@ -309,5 +310,34 @@ describe('Idempotency-Key', () => {
     } finally {
       await own.close();
     }
+  });
+});
+
+describe('retention', () => {
+  it('prunes keys older than 24 h in batches and keeps the younger ones', async () => {
+    const acc = await newAccount(t);
+    const now = t.clock.now();
+    const row = (key: string, ageMs: number) => ({
+      account_id: acc.accountId,
+      method: 'POST',
+      path: '/v1/contacts',
+      key,
+      request_hash: 'h',
+      state: 'completed' as const,
+      response_status: 201,
+      response_body: '{}',
+      created_at: new Date(now.getTime() - ageMs),
+      locked_at: new Date(now.getTime() - ageMs),
+    });
+    const HOUR = 60 * 60 * 1000;
+    await t.db
+      .insertInto('idempotency_keys')
+      .values([row('old-1', 25 * HOUR), row('old-2', 48 * HOUR), row('old-3', 30 * HOUR), row('young', 23 * HOUR)])
+      .execute();
+
+    // Other tests' keys may be old too (the database is shared), so count only this account's.
+    await pruneIdempotencyKeys(t.db, now, 2);
+    const left = await t.db.selectFrom('idempotency_keys').select('key').where('account_id', '=', acc.accountId).execute();
+    expect(left.map((r) => r.key)).toEqual(['young']);
   });
 });
