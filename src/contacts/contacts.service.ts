@@ -158,7 +158,9 @@ export class ContactsService {
   }
 
   async list(scope: Scope, filter: ContactFilter, page: PageRequest): Promise<PageResult<Contact>> {
-    const { rows, total } = await this.deps.contacts.list(scope.accountId, filter, page);
+    // Tags are stored trimmed, so the filter is trimmed the same way.
+    const tag = filter.tag?.trim();
+    const { rows, total } = await this.deps.contacts.list(scope.accountId, { ...filter, tag }, page);
     return { data: rows.map(toContact), total, page: page.page };
   }
 

@@ -478,6 +478,8 @@ describe('GET /v1/contacts', () => {
     expect(body.data.map((c) => c.id)).toEqual([vip2.id, vip1.id]);
     expect((await list(acc, '?tag=VIP')).total).toBe(0);
     expect((await list(acc, '?tag=nope')).total).toBe(0);
+    // Stored tags are trimmed, and so is the filter.
+    expect((await list(acc, '?tag=%20vip%20')).total).toBe(2);
   });
 
   it('searches name case-insensitively and phone partially', async () => {
