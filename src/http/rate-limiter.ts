@@ -239,6 +239,8 @@ export class RedisRateLimiter implements RateLimiter {
       // decides whether to fail open or closed.
       maxRetriesPerRequest: 2,
       enableOfflineQueue: true,
+      // A Redis that stops answering (a silent network partition) must not hold requests either.
+      commandTimeout: 500,
     });
     // Failures already reach callers as rejected hit() promises; without a listener ioredis
     // would also print every reconnect error to stderr.

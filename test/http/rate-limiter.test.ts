@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import {
@@ -352,6 +353,27 @@ describe.skipIf(SKIP_REDIS)('RedisRateLimiter only', () => {
       await expect(l.hit('k', 1, T0)).rejects.toThrow();
     } finally {
       await l.close();
+    }
+  }, 10_000);
+
+  it('rejects within its command timeout when Redis accepts connections but never answers', async () => {
+    // A silent partition: the connection is up, no reply ever comes.
+    const sockets = new Set<Socket>();
+    const silent = createServer((socket) => {
+      sockets.add(socket);
+      socket.on('error', () => undefined);
+    });
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const { port } = silent.address() as AddressInfo;
+    const l = new RedisRateLimiter({ url: `redis://127.0.0.1:${port}` });
+    try {
+      const started = Date.now();
+      await expect(l.hit('k', 1, T0)).rejects.toThrow(/timed out/i);
+      expect(Date.now() - started).toBeLessThan(5_000);
+    } finally {
+      await l.close();
+      for (const s of sockets) s.destroy();
+      silent.close();
     }
   }, 10_000);
 });
