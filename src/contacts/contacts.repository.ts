@@ -1,5 +1,5 @@
 import { sql, type Selectable } from 'kysely';
-import type { Db, Tx } from '../db/database.js';
+import { CUSTOM_PLAN, type Db, type Tx } from '../db/database.js';
 import type { ContactsTable, CustomFieldValue } from '../db/schema.js';
 import { offsetOf, type PageRequest } from '../http/pagination.js';
 
@@ -109,6 +109,7 @@ export class ContactsRepository {
       // Both columns carry trigram indexes, so a partial match stays an index scan at scale.
       query = query.where((eb) => eb.or([eb('name', 'ilike', pattern), eb('phone', 'ilike', pattern)]));
     }
+    const filtered = filter.tag !== undefined || filter.search !== undefined;
     const [rows, count] = await Promise.all([
       query
         .select(CONTACT_COLUMNS)
@@ -116,6 +117,7 @@ export class ContactsRepository {
         .orderBy('id', 'desc')
         .limit(page.limit)
         .offset(offsetOf(page))
+        .$if(filtered, (q) => q.modifyEnd(CUSTOM_PLAN))
         .execute(),
       query.select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow(),
     ]);

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import {
   Kysely,
   Migrator,
+  sql,
   PostgresDialect,
   type Migration,
   type PostgresPool,
@@ -29,6 +30,15 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (value: string) => value);
  * parametrized statements without `*` qualify: their result type cannot change when a later
  * migration adds a column, which would otherwise invalidate the cached plan mid-deployment.
  */
+/**
+ * Appended to a statement whose best plan depends on its values (a search pattern, a tag): it is
+ * then never prepared by name, so PostgreSQL plans each execution for the values it gets instead
+ * of possibly settling on one generic plan (which, for a search, walks every contact of the
+ * account rather than using the trigram indexes).
+ */
+export const CUSTOM_PLAN = sql.raw('/* custom plan */');
+const CUSTOM_PLAN_MARK = '/* custom plan */';
+
 function preparingPool(pool: pg.Pool): PostgresPool {
   // Statement names by text; the set of statements the code can build is finite, the cap a guard.
   const names = new Map<string, string>();
@@ -44,7 +54,7 @@ function preparingPool(pool: pg.Pool): PostgresPool {
     connect: async () => {
       const client = await pool.connect();
       const query = (text: string, values: readonly unknown[]) =>
-        values.length > 0 && text.length <= 4000 && !text.includes('*')
+        values.length > 0 && text.length <= 4000 && !text.includes('*') && !text.includes(CUSTOM_PLAN_MARK)
           ? client.query({ name: nameOf(text), text, values: [...values] })
           : client.query(text, [...values]);
       return { query, release: () => client.release() } as unknown as PostgresPoolClient;

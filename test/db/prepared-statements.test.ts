@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createDb, type Db } from '../../src/db/database.js';
+import { ContactsRepository } from '../../src/contacts/contacts.repository.js';
+import { createDb, CUSTOM_PLAN, type Db } from '../../src/db/database.js';
 
 // One connection, so every statement runs in the session whose prepared statements we read.
 let db: Db;
@@ -46,5 +47,23 @@ describe('named prepared statements', () => {
     } finally {
       await plain.destroy();
     }
+  });
+
+  it('leaves statements marked CUSTOM_PLAN unprepared, so each is planned for its values', async () => {
+    await sql`CREATE TEMP TABLE prep_custom (id int, v text)`.execute(db);
+    await sql`SELECT id FROM prep_custom WHERE v = ${'a'} ${CUSTOM_PLAN}`.execute(db);
+    expect(await prepared('prep_custom')).toEqual([]);
+  });
+
+  it('plans contact searches and tag filters for their values, and prepares the plain list', async () => {
+    const contacts = new ContactsRepository(db);
+    const accountId = `acc_prep_${Date.now()}`;
+    const page = { page: 1, limit: 20 };
+    await contacts.list(accountId, { search: 'ada' }, page);
+    await contacts.list(accountId, { tag: 'vip' }, page);
+    await contacts.list(accountId, {}, page);
+    const lists = (await prepared('from "contacts"')).map((r) => r.statement).filter((t) => t.includes('order by'));
+    expect(lists).toHaveLength(1);
+    expect(lists[0]).not.toMatch(/ilike|tags @>/);
   });
 });
