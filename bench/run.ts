@@ -35,6 +35,7 @@ function usage(): string {
     'broadcasts: BENCH_BROADCAST_CONTACTS (100000), BENCH_BROADCAST_READ_CONNECTIONS (10),',
     '  BENCH_BROADCAST_READ_RATE (/s, 0 = unthrottled); BROADCAST_BATCH_SIZE passes to the service',
     'both:       BENCH_WAIT_TIMEOUT (s, 900): bound on waiting for deliveries / the fan-out',
+    'search:     BENCH_SEARCH_CONTACTS (1000000): contacts in the searched account',
   ].join('\n');
 }
 

@@ -26,6 +26,8 @@ export interface Settings {
   broadcastReadConnections: number;
   /** broadcasts suite: cap on those reads per second, 0 for none (BENCH_BROADCAST_READ_RATE, 0). */
   broadcastReadRate: number;
+  /** search suite: contacts in the searched account (BENCH_SEARCH_CONTACTS, 1,000,000). */
+  searchContacts: number;
   /** webhooks and broadcasts suites: bound on waiting for deliveries / the fan-out (BENCH_WAIT_TIMEOUT, s, 900). */
   waitTimeoutS: number;
 }
@@ -70,6 +72,7 @@ export function loadSettings(env: Env = process.env): Settings {
     broadcastContacts: readInt(env, 'BENCH_BROADCAST_CONTACTS', 100_000, 1, 5_000_000),
     broadcastReadConnections: readInt(env, 'BENCH_BROADCAST_READ_CONNECTIONS', 10, 1, 1000),
     broadcastReadRate: readInt(env, 'BENCH_BROADCAST_READ_RATE', 0, 0, 1_000_000),
+    searchContacts: readInt(env, 'BENCH_SEARCH_CONTACTS', 1_000_000, 1, 10_000_000),
     waitTimeoutS: readInt(env, 'BENCH_WAIT_TIMEOUT', 900, 10, 7200),
   };
 }

@@ -2,6 +2,7 @@ import type { Suite } from '../lib/suite.js';
 import { broadcastsSuite } from './broadcasts.js';
 import { contactsSuite } from './contacts.js';
 import { messagesSuite } from './messages.js';
+import { searchSuite } from './search.js';
 import { webhooksSuite } from './webhooks.js';
 
 /** Every suite, in the order `bench/run.ts` runs them when none is named. */
@@ -10,4 +11,5 @@ export const suites: readonly Suite[] = [
   messagesSuite,
   webhooksSuite,
   broadcastsSuite,
+  searchSuite,
 ];
