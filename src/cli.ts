@@ -2,7 +2,7 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { AccountsRepository, type KeyOwner } from './accounts/accounts.repository.js';
 import { ReadCache } from './db/read-cache.js';
-import { AccountsService } from './accounts/accounts.service.js';
+import { AccountsService, type Account } from './accounts/accounts.service.js';
 import { systemClock } from './clock.js';
 import { ConfigError, loadConfig } from './config.js';
 import type { Plan } from './db/schema.js';
@@ -20,6 +20,16 @@ function plan(value: string): Plan {
 function positiveInt(value: string): number {
   if (!/^[1-9]\d{0,6}$/.test(value)) throw new InvalidArgumentError('must be a whole number from 1');
   return Number(value);
+}
+
+// Commander stores a parser's null as '', so the plan's figure travels as 'plan'.
+function rateLimitOrPlan(value: string): number | 'plan' {
+  return value === 'plan' ? 'plan' : positiveInt(value);
+}
+
+function describeAccount(what: string, a: Account): string {
+  const limit = a.rate_limit_per_minute === null ? "the plan's rate limit" : `${a.rate_limit_per_minute} requests/min per key`;
+  return `${what} ${a.id} (${a.name}, ${a.plan}, ${limit})`;
 }
 
 /** Runs `work` against the configured store (embedded under DATA_DIR, or DATABASE_URL). */
@@ -72,6 +82,34 @@ accounts
     withAccounts(async (svc) => {
       const account = await svc.createAccount({ name: opts.name, plan: opts.plan, rate_limit_per_minute: opts.rateLimit ?? null });
       print(!!opts.json, account, `created ${account.id} (${account.name}, ${account.plan})`);
+    }),
+  );
+
+accounts
+  .command('update')
+  .argument('<id>', 'account id (acc_…)')
+  .option('--name <name>', 'new name')
+  .option('--plan <plan>', 'starter, growth or enterprise (applies to existing keys at once)', plan)
+  .option('--rate-limit <n>', 'requests per minute per key, or "plan" for the plan\'s figure', rateLimitOrPlan)
+  .option('--json', 'print JSON')
+  .action((id: string, opts: { name?: string; plan?: Plan; rateLimit?: number | 'plan'; json?: boolean }) =>
+    withAccounts(async (svc) => {
+      const account = await svc.updateAccount(id, {
+        ...(opts.name !== undefined && { name: opts.name }),
+        ...(opts.plan !== undefined && { plan: opts.plan }),
+        ...(opts.rateLimit !== undefined && { rate_limit_per_minute: opts.rateLimit === 'plan' ? null : opts.rateLimit }),
+      });
+      print(!!opts.json, account, describeAccount('updated', account));
+    }),
+  );
+accounts
+  .command('get')
+  .argument('<id>', 'account id (acc_…)')
+  .option('--json', 'print JSON')
+  .action((id: string, opts: { json?: boolean }) =>
+    withAccounts(async (svc) => {
+      const account = await svc.getAccount(id);
+      print(!!opts.json, account, describeAccount('account', account));
     }),
   );
 

@@ -28,6 +28,27 @@ describe('switchboard CLI', () => {
     }
   });
 
+  it("changes an account's plan and rate limit, returns it to the plan's figure, and shows it", async () => {
+    const env = { DATABASE_URL: inject('databaseUrl') };
+    const created = await runCli(env, ['accounts', 'create', '--name', 'To change', '--plan', 'growth', '--json']);
+    const id = (JSON.parse(created.stdout) as { id: string }).id;
+
+    const raised = await runCli(env, ['accounts', 'update', id, '--plan', 'enterprise', '--rate-limit', '2000', '--json']);
+    expect(raised.code, raised.stderr).toBe(0);
+    expect(JSON.parse(raised.stdout)).toMatchObject({ id, name: 'To change', plan: 'enterprise', rate_limit_per_minute: 2000 });
+
+    const back = await runCli(env, ['accounts', 'update', id, '--rate-limit', 'plan', '--json']);
+    expect(JSON.parse(back.stdout)).toMatchObject({ plan: 'enterprise', rate_limit_per_minute: null });
+
+    const shown = await runCli(env, ['accounts', 'get', id]);
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(shown.stdout).toBe(`account ${id} (To change, enterprise, the plan's rate limit)\n`);
+
+    const missing = await runCli(env, ['accounts', 'update', 'acc_missing', '--plan', 'growth']);
+    expect(missing.code).not.toBe(0);
+    expect(missing.stderr).toMatch(/account .*acc_missing.* not found|not found/);
+  });
+
   it('refuses a bad plan with a clear message', async () => {
     const result = await runCli({ DATABASE_URL: inject('databaseUrl') }, ['accounts', 'create', '--name', 'X', '--plan', 'gold']);
     expect(result.code).not.toBe(0);
