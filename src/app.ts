@@ -89,8 +89,19 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     keys: new ReadCache<KeyOwner>({ maxEntries: 10_000, ttlMs: 60_000 }),
     contact: new ReadCache<Contact>({ maxEntries: 10_000, ttlMs: 60_000 }),
   };
-  const accounts = new AccountsService({ db, accounts: new AccountsRepository(db), clock, cache: caches.keys });
-  const contacts = new ContactsService({ tx, contacts: new ContactsRepository(db), outbox, clock, cache: caches.contact });
+  const accounts = new AccountsService({
+    db,
+    accounts: new AccountsRepository(db),
+    clock,
+    cache: caches.keys,
+  });
+  const contacts = new ContactsService({
+    tx,
+    contacts: new ContactsRepository(db),
+    outbox,
+    clock,
+    cache: caches.contact,
+  });
   const users = new UsersService({ users: usersRepo, clock });
   const templates = new TemplatesService({ templates: new TemplatesRepository(db), clock });
   const sandbox = new SandboxProvider(jobs, {
@@ -99,8 +110,20 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     readAfterMs: config.sandboxReadAfterMs,
   });
   // Every channel uses the sandbox provider until a real adapter is configured for it.
-  const providers: ChannelProviders = { whatsapp: sandbox, instagram: sandbox, messenger: sandbox, webchat: sandbox };
-  const conversations = new ConversationsService({ tx, conversations: conversationsRepo, messages: messagesRepo, users: usersRepo, outbox, clock });
+  const providers: ChannelProviders = {
+    whatsapp: sandbox,
+    instagram: sandbox,
+    messenger: sandbox,
+    webchat: sandbox,
+  };
+  const conversations = new ConversationsService({
+    tx,
+    conversations: conversationsRepo,
+    messages: messagesRepo,
+    users: usersRepo,
+    outbox,
+    clock,
+  });
   const messages = new MessagesService({
     tx,
     messages: messagesRepo,
@@ -113,7 +136,12 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     fetchMedia: deps.fetchMedia ?? mediaFetcher({ allowPrivate: config.allowPrivateTargets }),
     clock,
   });
-  const webhooks = new WebhooksService({ tx, webhooks: new WebhooksRepository(db), clock, allowPrivate: config.allowPrivateTargets });
+  const webhooks = new WebhooksService({
+    tx,
+    webhooks: new WebhooksRepository(db),
+    clock,
+    allowPrivate: config.allowPrivateTargets,
+  });
   const broadcasts = new BroadcastsService({
     tx,
     broadcasts: broadcastsRepo,
@@ -126,16 +154,33 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     ratePerSecond: config.broadcastRatePerSecond,
   });
   const jobHandlers = [sandboxStatusJob(messages), broadcastSendJob(broadcasts)] as JobHandler[];
-  return { accounts, contacts, users, templates, conversations, messages, sandbox, webhooks, broadcasts, jobHandlers, caches };
+  return {
+    accounts,
+    contacts,
+    users,
+    templates,
+    conversations,
+    messages,
+    sandbox,
+    webhooks,
+    broadcasts,
+    jobHandlers,
+    caches,
+  };
 }
 export type Services = ReturnType<typeof buildServices>;
 
-export async function buildApp(deps: AppDeps): Promise<{ app: FastifyInstance; services: Services }> {
+export async function buildApp(
+  deps: AppDeps,
+): Promise<{ app: FastifyInstance; services: Services }> {
   const services = buildServices(deps);
   const app = Fastify({
     logger: {
       level: deps.config.logLevel,
-      redact: { paths: ['req.headers.authorization', 'req.headers["idempotency-key"]'], remove: true },
+      redact: {
+        paths: ['req.headers.authorization', 'req.headers["idempotency-key"]'],
+        remove: true,
+      },
     },
     bodyLimit: BODY_LIMIT,
     requestIdHeader: false,
@@ -167,14 +212,23 @@ export async function buildApp(deps: AppDeps): Promise<{ app: FastifyInstance; s
       servers: [{ url: 'http://127.0.0.1:3000', description: 'Local service' }],
       components: {
         securitySchemes: {
-          apiKey: { type: 'http', scheme: 'bearer', description: 'An API key: `Authorization: Bearer <key>`.' },
-          adminToken: { type: 'http', scheme: 'bearer', description: 'The operator token set in ADMIN_TOKEN.' },
+          apiKey: {
+            type: 'http',
+            scheme: 'bearer',
+            description: 'An API key: `Authorization: Bearer <key>`.',
+          },
+          adminToken: {
+            type: 'http',
+            scheme: 'bearer',
+            description: 'The operator token set in ADMIN_TOKEN.',
+          },
         },
       },
       security: [{ apiKey: [] }],
     },
     refResolver: {
-      buildLocalReference: (json, _base, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`),
+      buildLocalReference: (json, _base, _fragment, i) =>
+        typeof json.$id === 'string' ? json.$id : `def-${i}`,
     },
   });
   await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true });
@@ -185,7 +239,9 @@ export async function buildApp(deps: AppDeps): Promise<{ app: FastifyInstance; s
       await sql`SELECT 1`.execute(deps.db);
       return { status: 'ok' };
     } catch {
-      return reply.code(503).send({ error: { code: 'unavailable', message: 'database unreachable' } });
+      return reply
+        .code(503)
+        .send({ error: { code: 'unavailable', message: 'database unreachable' } });
     }
   });
   app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
@@ -213,9 +269,12 @@ export async function buildApp(deps: AppDeps): Promise<{ app: FastifyInstance; s
 
   const adminToken = deps.config.adminToken;
   if (adminToken) {
-    await app.register(async (admin) => adminRoutes(admin, { accounts: services.accounts, adminToken }), {
-      prefix: '/admin',
-    });
+    await app.register(
+      async (admin) => adminRoutes(admin, { accounts: services.accounts, adminToken }),
+      {
+        prefix: '/admin',
+      },
+    );
   }
   return { app, services };
 }

@@ -18,7 +18,8 @@ function plan(value: string): Plan {
 }
 
 function positiveInt(value: string): number {
-  if (!/^[1-9]\d{0,6}$/.test(value)) throw new InvalidArgumentError('must be a whole number from 1');
+  if (!/^[1-9]\d{0,6}$/.test(value))
+    throw new InvalidArgumentError('must be a whole number from 1');
   return Number(value);
 }
 
@@ -28,7 +29,10 @@ function rateLimitOrPlan(value: string): number | 'plan' {
 }
 
 function describeAccount(what: string, a: Account): string {
-  const limit = a.rate_limit_per_minute === null ? "the plan's rate limit" : `${a.rate_limit_per_minute} requests/min per key`;
+  const limit =
+    a.rate_limit_per_minute === null
+      ? "the plan's rate limit"
+      : `${a.rate_limit_per_minute} requests/min per key`;
   return `${what} ${a.id} (${a.name}, ${a.plan}, ${limit})`;
 }
 
@@ -39,7 +43,14 @@ async function withAccounts<T>(work: (accounts: AccountsService) => Promise<T>):
     // A one-off command caches nothing (the cache stays disabled); running services hear of
     // its changes through the change feed.
     const cache = new ReadCache<KeyOwner>({ maxEntries: 1, ttlMs: 0 });
-    return await work(new AccountsService({ db: store.db, accounts: new AccountsRepository(store.db), clock: systemClock, cache }));
+    return await work(
+      new AccountsService({
+        db: store.db,
+        accounts: new AccountsRepository(store.db),
+        clock: systemClock,
+        cache,
+      }),
+    );
   } finally {
     await store.close();
   }
@@ -54,12 +65,17 @@ const program = new Command('switchboard').description('Switchboard messaging se
 program
   .command('serve', { isDefault: true })
   .description('run the HTTP API and the background workers')
-  .option('--no-workers', 'run only the HTTP API (scale workers separately with `switchboard worker`)')
+  .option(
+    '--no-workers',
+    'run only the HTTP API (scale workers separately with `switchboard worker`)',
+  )
   .action((opts: { workers: boolean }) => serve({ api: true, workers: opts.workers }));
 
 program
   .command('worker')
-  .description('run only the background workers (needs DATABASE_URL to share a database with the API)')
+  .description(
+    'run only the background workers (needs DATABASE_URL to share a database with the API)',
+  )
   .action(() => serve({ api: false, workers: true }));
 
 program
@@ -80,7 +96,11 @@ accounts
   .option('--json', 'print JSON')
   .action((opts: { name: string; plan: Plan; rateLimit?: number; json?: boolean }) =>
     withAccounts(async (svc) => {
-      const account = await svc.createAccount({ name: opts.name, plan: opts.plan, rate_limit_per_minute: opts.rateLimit ?? null });
+      const account = await svc.createAccount({
+        name: opts.name,
+        plan: opts.plan,
+        rate_limit_per_minute: opts.rateLimit ?? null,
+      });
       print(!!opts.json, account, `created ${account.id} (${account.name}, ${account.plan})`);
     }),
   );
@@ -90,17 +110,27 @@ accounts
   .argument('<id>', 'account id (acc_…)')
   .option('--name <name>', 'new name')
   .option('--plan <plan>', 'starter, growth or enterprise (applies to existing keys at once)', plan)
-  .option('--rate-limit <n>', 'requests per minute per key, or "plan" for the plan\'s figure', rateLimitOrPlan)
+  .option(
+    '--rate-limit <n>',
+    'requests per minute per key, or "plan" for the plan\'s figure',
+    rateLimitOrPlan,
+  )
   .option('--json', 'print JSON')
-  .action((id: string, opts: { name?: string; plan?: Plan; rateLimit?: number | 'plan'; json?: boolean }) =>
-    withAccounts(async (svc) => {
-      const account = await svc.updateAccount(id, {
-        ...(opts.name !== undefined && { name: opts.name }),
-        ...(opts.plan !== undefined && { plan: opts.plan }),
-        ...(opts.rateLimit !== undefined && { rate_limit_per_minute: opts.rateLimit === 'plan' ? null : opts.rateLimit }),
-      });
-      print(!!opts.json, account, describeAccount('updated', account));
-    }),
+  .action(
+    (
+      id: string,
+      opts: { name?: string; plan?: Plan; rateLimit?: number | 'plan'; json?: boolean },
+    ) =>
+      withAccounts(async (svc) => {
+        const account = await svc.updateAccount(id, {
+          ...(opts.name !== undefined && { name: opts.name }),
+          ...(opts.plan !== undefined && { plan: opts.plan }),
+          ...(opts.rateLimit !== undefined && {
+            rate_limit_per_minute: opts.rateLimit === 'plan' ? null : opts.rateLimit,
+          }),
+        });
+        print(!!opts.json, account, describeAccount('updated', account));
+      }),
   );
 accounts
   .command('get')
@@ -128,10 +158,17 @@ keys
 keys
   .command('revoke')
   .argument('<id>', 'key id (key_…)')
-  .action((id: string) => withAccounts(async (svc) => svc.revokeApiKey(id).then(() => print(false, {}, `revoked ${id}`))));
+  .action((id: string) =>
+    withAccounts(async (svc) => svc.revokeApiKey(id).then(() => print(false, {}, `revoked ${id}`))),
+  );
 
 program.parseAsync().catch((err: unknown) => {
-  const message = err instanceof ConfigError ? `configuration error: ${err.message}` : err instanceof AppError ? err.message : String(err);
+  const message =
+    err instanceof ConfigError
+      ? `configuration error: ${err.message}`
+      : err instanceof AppError
+        ? err.message
+        : String(err);
   process.stderr.write(`switchboard: ${message}\n`);
   process.exit(1);
 });

@@ -2,7 +2,21 @@ import { monotonicFactory } from 'ulid';
 
 const nextUlid = monotonicFactory();
 
-export type IdPrefix = 'acc' | 'key' | 'con' | 'conv' | 'msg' | 'note' | 'bc' | 'wh' | 'evt' | 'usr' | 'team' | 'tpl' | 'job' | 'dlv';
+export type IdPrefix =
+  | 'acc'
+  | 'key'
+  | 'con'
+  | 'conv'
+  | 'msg'
+  | 'note'
+  | 'bc'
+  | 'wh'
+  | 'evt'
+  | 'usr'
+  | 'team'
+  | 'tpl'
+  | 'job'
+  | 'dlv';
 
 /** A prefixed id whose text order is its creation order (ULID, monotonic within a process). */
 export function newId(prefix: IdPrefix): string {

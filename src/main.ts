@@ -6,7 +6,9 @@ import { openStore, startService } from './server.js';
  * `npm start`: the API and the workers on the configured (or embedded) PostgreSQL, until
  * SIGTERM or SIGINT; `roles` runs only one of the two (scaling out).
  */
-export async function serve(roles: { api: boolean; workers: boolean } = { api: true, workers: true }): Promise<void> {
+export async function serve(
+  roles: { api: boolean; workers: boolean } = { api: true, workers: true },
+): Promise<void> {
   let config;
   try {
     config = loadConfig();
@@ -48,7 +50,9 @@ export async function serve(roles: { api: boolean; workers: boolean } = { api: t
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   serve().catch((err: unknown) => {
-    process.stderr.write(`switchboard: failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.stderr.write(
+      `switchboard: failed to start: ${err instanceof Error ? err.message : String(err)}\n`,
+    );
     process.exit(1);
   });
 }

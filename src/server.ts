@@ -17,7 +17,10 @@ export interface Store {
 }
 
 /** The configured PostgreSQL, or the embedded one under DATA_DIR; migrated either way. */
-export async function openStore(config: Config, log: (line: string) => void = () => undefined): Promise<Store> {
+export async function openStore(
+  config: Config,
+  log: (line: string) => void = () => undefined,
+): Promise<Store> {
   let embedded: EmbeddedPostgres | null = null;
   let url = config.databaseUrl;
   if (!url) {
@@ -43,7 +46,11 @@ export async function openStore(config: Config, log: (line: string) => void = ()
 }
 
 /** The change feed that keeps the API's read caches correct (and enables them while it listens). */
-export function listenForChanges(url: string, log: FastifyBaseLogger, services: Services): CacheFeed {
+export function listenForChanges(
+  url: string,
+  log: FastifyBaseLogger,
+  services: Services,
+): CacheFeed {
   const feed = new CacheFeed({ url, log });
   feed.subscribe('keys', services.caches.keys);
   feed.subscribe('contact', services.caches.contact);
@@ -67,15 +74,31 @@ export async function startService(
   const rateLimiter: RateLimiter = config.redisUrl
     ? new RedisRateLimiter({ url: config.redisUrl })
     : new MemoryRateLimiter();
-  const { app, services } = await buildApp({ config, db: store.db, rateLimiter, clock: systemClock });
-  const feed = roles.api && config.readCache ? listenForChanges(store.url, app.log, services) : null;
+  const { app, services } = await buildApp({
+    config,
+    db: store.db,
+    rateLimiter,
+    clock: systemClock,
+  });
+  const feed =
+    roles.api && config.readCache ? listenForChanges(store.url, app.log, services) : null;
   await feed?.start();
 
   const runner = roles.workers
-    ? new JobRunner({ db: store.db, clock: systemClock, log: app.log, handlers: services.jobHandlers })
+    ? new JobRunner({
+        db: store.db,
+        clock: systemClock,
+        log: app.log,
+        handlers: services.jobHandlers,
+      })
     : null;
   const dispatcher = roles.workers
-    ? new WebhookDispatcher({ db: store.db, clock: systemClock, log: app.log, allowPrivate: config.allowPrivateTargets })
+    ? new WebhookDispatcher({
+        db: store.db,
+        clock: systemClock,
+        log: app.log,
+        allowPrivate: config.allowPrivateTargets,
+      })
     : null;
   if (roles.api) {
     const boot = await services.accounts.bootstrapDefaultAccount();
@@ -90,7 +113,9 @@ export async function startService(
   }
   runner?.start();
   dispatcher?.start();
-  const stopPruning = roles.workers ? schedulePruning({ db: store.db, clock: systemClock, log: app.log }) : null;
+  const stopPruning = roles.workers
+    ? schedulePruning({ db: store.db, clock: systemClock, log: app.log })
+    : null;
   app.log.info({ api: roles.api, workers: roles.workers }, 'switchboard started');
   return {
     app,

@@ -27,7 +27,9 @@ export default async function setup(project: TestProject) {
   await migrate(db);
   await db.destroy();
   project.provide('databaseUrl', url);
-  process.stdout.write(`[tests] database: ${process.env.TEST_DATABASE_URL ? 'TEST_DATABASE_URL' : 'embedded PostgreSQL'}\n`);
+  process.stdout.write(
+    `[tests] database: ${process.env.TEST_DATABASE_URL ? 'TEST_DATABASE_URL' : 'embedded PostgreSQL'}\n`,
+  );
   return async () => {
     await stopEmbedded();
     if (dataDir) await rm(dataDir, { recursive: true, force: true });

@@ -107,7 +107,10 @@ export async function createPrivateDatabase(): Promise<{ url: string; drop: () =
   } finally {
     await db.destroy();
   }
-  return { url: url.toString(), drop: () => onServer(sql`DROP DATABASE IF EXISTS ${sql.id(name)} WITH (FORCE)`) };
+  return {
+    url: url.toString(),
+    drop: () => onServer(sql`DROP DATABASE IF EXISTS ${sql.id(name)} WITH (FORCE)`),
+  };
 }
 
 export interface TestAccount {
@@ -134,7 +137,10 @@ export async function newAccount(
     apiKey: key.api_key,
     keyId: key.id,
     call: (o) =>
-      t.app.inject({ ...o, headers: { authorization: `Bearer ${key.api_key}`, ...(o.headers ?? {}) } }),
+      t.app.inject({
+        ...o,
+        headers: { authorization: `Bearer ${key.api_key}`, ...(o.headers ?? {}) },
+      }),
   };
 }
 

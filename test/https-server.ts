@@ -26,13 +26,20 @@ export interface Reply {
  * A real local HTTPS server (certificate from the test CA) that records every request's raw
  * bytes and answers what the test tells it to.
  */
-export async function startHttpsServer(respond: (req: RecordedRequest) => Reply = () => ({ status: 200 })) {
+export async function startHttpsServer(
+  respond: (req: RecordedRequest) => Reply = () => ({ status: 200 }),
+) {
   const requests: RecordedRequest[] = [];
   const server = https.createServer(tls, (req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      const recorded = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks) };
+      const recorded = {
+        method: req.method ?? '',
+        url: req.url ?? '',
+        headers: req.headers,
+        body: Buffer.concat(chunks),
+      };
       requests.push(recorded);
       const reply = respond(recorded);
       setTimeout(() => {

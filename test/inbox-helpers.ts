@@ -22,31 +22,67 @@ export function expectStatus(res: LightMyRequestResponse, status: number): void 
 }
 
 /** A 422 (or other) error whose details name `field`. */
-export function expectError(res: LightMyRequestResponse, status: number, field?: string): { code: string; message: string } {
+export function expectError(
+  res: LightMyRequestResponse,
+  status: number,
+  field?: string,
+): { code: string; message: string } {
   expectStatus(res, status);
   const error = res.json().error;
-  expect(error.code).toBe(status === 422 ? 'validation_error' : status === 404 ? 'not_found' : status === 409 ? 'conflict' : error.code);
+  expect(error.code).toBe(
+    status === 422
+      ? 'validation_error'
+      : status === 404
+        ? 'not_found'
+        : status === 409
+          ? 'conflict'
+          : error.code,
+  );
   if (field !== undefined) {
-    expect(error.details?.map((d: { field: string }) => d.field), res.body).toContain(field);
+    expect(
+      error.details?.map((d: { field: string }) => d.field),
+      res.body,
+    ).toContain(field);
   }
   return error;
 }
 
-export async function createContact(acc: TestAccount, phone = randomPhone()): Promise<{ id: string; phone: string }> {
+export async function createContact(
+  acc: TestAccount,
+  phone = randomPhone(),
+): Promise<{ id: string; phone: string }> {
   const res = await acc.call({ method: 'POST', url: '/v1/contacts', payload: { phone } });
   expectStatus(res, 201);
   return res.json();
 }
 
 /** An inbound text from the contact, which opens the 24-hour window on that channel. */
-export async function receive(acc: TestAccount, contactId: string, channel = 'whatsapp', content = 'hello') {
-  const res = await acc.call({ method: 'POST', url: '/v1/sandbox/inbound', payload: { channel, contact_id: contactId, type: 'text', content } });
+export async function receive(
+  acc: TestAccount,
+  contactId: string,
+  channel = 'whatsapp',
+  content = 'hello',
+) {
+  const res = await acc.call({
+    method: 'POST',
+    url: '/v1/sandbox/inbound',
+    payload: { channel, contact_id: contactId, type: 'text', content },
+  });
   expectStatus(res, 201);
   return res.json();
 }
 
-export async function sendText(acc: TestAccount, contactId: string, channel = 'webchat', content = 'hi there') {
-  return acc.call({ method: 'POST', url: '/v1/messages/send', payload: { contact_id: contactId, channel, type: 'text', content } });
+export async function sendText(
+  acc: TestAccount,
+  contactId: string,
+  channel = 'webchat',
+  content = 'hi there',
+) {
+  return acc.call({
+    method: 'POST',
+    url: '/v1/messages/send',
+    payload: { contact_id: contactId, channel, type: 'text', content },
+  });
 }
 
 export async function createTemplate(
@@ -58,21 +94,39 @@ export async function createTemplate(
   const res = await acc.call({ method: 'POST', url: '/v1/templates', payload: { name, body } });
   expectStatus(res, 201);
   if (review === null) return res.json();
-  const reviewed = await acc.call({ method: 'POST', url: `/v1/sandbox/templates/${res.json().id}/review`, payload: { status: review } });
+  const reviewed = await acc.call({
+    method: 'POST',
+    url: `/v1/sandbox/templates/${res.json().id}/review`,
+    payload: { status: review },
+  });
   expectStatus(reviewed, 200);
   return reviewed.json();
 }
 
-export async function createUser(acc: TestAccount, name = 'Agent'): Promise<{ id: string; name: string; email: string }> {
-  const res = await acc.call({ method: 'POST', url: '/v1/users', payload: { name, email: `${Math.random().toString(36).slice(2)}@example.com` } });
+export async function createUser(
+  acc: TestAccount,
+  name = 'Agent',
+): Promise<{ id: string; name: string; email: string }> {
+  const res = await acc.call({
+    method: 'POST',
+    url: '/v1/users',
+    payload: { name, email: `${Math.random().toString(36).slice(2)}@example.com` },
+  });
   expectStatus(res, 201);
   return res.json();
 }
 
 /** The account's events, oldest first, with `data` parsed. */
-export async function eventsOf(db: Db, accountId: string, type?: EventType): Promise<{ type: string; data: unknown }[]> {
+export async function eventsOf(
+  db: Db,
+  accountId: string,
+  type?: EventType,
+): Promise<{ type: string; data: unknown }[]> {
   let q = db.selectFrom('events').select(['type', 'data']).where('account_id', '=', accountId);
   if (type) q = q.where('type', '=', type);
   const rows = await q.orderBy('seq').execute();
-  return rows.map((r) => ({ type: r.type, data: typeof r.data === 'string' ? JSON.parse(r.data) : r.data }));
+  return rows.map((r) => ({
+    type: r.type,
+    data: typeof r.data === 'string' ? JSON.parse(r.data) : r.data,
+  }));
 }

@@ -11,7 +11,8 @@ const CHUNK = 100_000;
  */
 export const searchSuite: Suite = {
   name: 'search',
-  description: 'GET /v1/contacts with search and tag filters on one account of 1,000,000 contacts (latency of one request)',
+  description:
+    'GET /v1/contacts with search and tag filters on one account of 1,000,000 contacts (latency of one request)',
   async run(ctx) {
     const { service, settings } = ctx;
     const n = settings.searchContacts;
@@ -32,7 +33,9 @@ export const searchSuite: Suite = {
       );
     }
     await pool.query('ANALYZE contacts');
-    ctx.log(`seeded ${fmtInt(n)} contacts in ${fmt((performance.now() - seedStart) / 1000)} s (SQL, then ANALYZE)`);
+    ctx.log(
+      `seeded ${fmtInt(n)} contacts in ${fmt((performance.now() - seedStart) / 1000)} s (SQL, then ANALYZE)`,
+    );
 
     const cases: [string, string][] = [
       ['search matching nothing', 'search=zzqx'],
@@ -57,10 +60,18 @@ export const searchSuite: Suite = {
         total = Number(body.total);
       }
       times.sort((a, b) => a - b);
-      rows.push([name, `?limit=20${query ? `&${query}` : ''}`, fmtInt(total), fmt(median(times)), fmt(times.at(-1) ?? NaN)]);
+      rows.push([
+        name,
+        `?limit=20${query ? `&${query}` : ''}`,
+        fmtInt(total),
+        fmt(median(times)),
+        fmt(times.at(-1) ?? NaN),
+      ]);
     }
     ctx.log('');
     ctx.log(formatTable(['case', 'query', 'total', 'median ms', 'max ms'], rows));
-    ctx.log(`(${REQUESTS_PER_CASE} sequential requests a case; total is an exact count, so its cost grows with the matches)`);
+    ctx.log(
+      `(${REQUESTS_PER_CASE} sequential requests a case; total is an exact count, so its cost grows with the matches)`,
+    );
   },
 };

@@ -46,7 +46,13 @@ export class AccountsRepository {
 
   async insertKey(
     trx: Tx | Db,
-    row: { account_id: string; id: string; name: string | null; key_hash: string; created_at: Date },
+    row: {
+      account_id: string;
+      id: string;
+      name: string | null;
+      key_hash: string;
+      created_at: Date;
+    },
   ): Promise<void> {
     await trx.insertInto('api_keys').values(row).execute();
   }
@@ -59,7 +65,11 @@ export class AccountsRepository {
       .where('revoked_at', 'is', null)
       .executeTakeFirst();
     if (result.numUpdatedRows > 0n) return true;
-    const exists = await this.db.selectFrom('api_keys').select('id').where('id', '=', id).executeTakeFirst();
+    const exists = await this.db
+      .selectFrom('api_keys')
+      .select('id')
+      .where('id', '=', id)
+      .executeTakeFirst();
     return exists !== undefined;
   }
 
@@ -72,14 +82,25 @@ export class AccountsRepository {
     const rows = await this.db
       .selectFrom('api_keys as k')
       .innerJoin('accounts as a', 'a.id', 'k.account_id')
-      .select(['k.key_hash as keyHash', 'k.id as keyId', 'k.account_id as accountId', 'a.plan', 'a.rate_limit_per_minute'])
+      .select([
+        'k.key_hash as keyHash',
+        'k.id as keyId',
+        'k.account_id as accountId',
+        'a.plan',
+        'a.rate_limit_per_minute',
+      ])
       .where('k.key_hash', '=', sql<string>`ANY(${[...keyHashes]}::text[])`)
       .where('k.revoked_at', 'is', null)
       .execute();
     const byHash = new Map(
       rows.map((row) => [
         row.keyHash,
-        { keyId: row.keyId, accountId: row.accountId, plan: row.plan, rateLimitPerMinute: row.rate_limit_per_minute },
+        {
+          keyId: row.keyId,
+          accountId: row.accountId,
+          plan: row.plan,
+          rateLimitPerMinute: row.rate_limit_per_minute,
+        },
       ]),
     );
     return keyHashes.map((hash) => byHash.get(hash));

@@ -58,7 +58,10 @@ export class AccountsService {
       cache: ReadCache<KeyOwner>;
     },
   ) {
-    this.owners = new Batcher((hashes) => deps.accounts.findKeyOwners(hashes), { maxBatch: 100, maxConcurrent: 1 });
+    this.owners = new Batcher((hashes) => deps.accounts.findKeyOwners(hashes), {
+      maxBatch: 100,
+      maxConcurrent: 1,
+    });
   }
 
   async createAccount(
@@ -95,7 +98,11 @@ export class AccountsService {
   }
 
   /** Issues a key; only its SHA-256 is stored, so the key itself is shown this once. */
-  async createApiKey(accountId: string, name: string | null, trx: Tx | Db = this.deps.db): Promise<IssuedKey> {
+  async createApiKey(
+    accountId: string,
+    name: string | null,
+    trx: Tx | Db = this.deps.db,
+  ): Promise<IssuedKey> {
     if (!(await this.deps.accounts.find(accountId, trx))) throw new NotFound('account', accountId);
     const apiKey = `sb_live_${randomBytes(32).toString('base64url')}`;
     const now = this.deps.clock.now();

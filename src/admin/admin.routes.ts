@@ -6,15 +6,30 @@ import type { AccountsService } from '../accounts/accounts.service.js';
 import { Unauthorized } from '../errors.js';
 import { ErrorRef, IdParams, Nullable, Success, Timestamp } from '../http/schemas.js';
 
-const Plan = Type.Union([Type.Literal('starter'), Type.Literal('growth'), Type.Literal('enterprise')]);
+const Plan = Type.Union([
+  Type.Literal('starter'),
+  Type.Literal('growth'),
+  Type.Literal('enterprise'),
+]);
 const RateLimit = Nullable(Type.Integer({ minimum: 1, maximum: 1_000_000 }));
 
 const Account = Type.Object(
-  { id: Type.String(), name: Type.String(), plan: Plan, rate_limit_per_minute: RateLimit, created_at: Timestamp },
+  {
+    id: Type.String(),
+    name: Type.String(),
+    plan: Plan,
+    rate_limit_per_minute: RateLimit,
+    created_at: Timestamp,
+  },
   { $id: 'Account' },
 );
 const ApiKey = Type.Object(
-  { id: Type.String(), api_key: Type.String(), name: Nullable(Type.String()), created_at: Timestamp },
+  {
+    id: Type.String(),
+    api_key: Type.String(),
+    name: Nullable(Type.String()),
+    created_at: Timestamp,
+  },
   { $id: 'ApiKey' },
 );
 const adminErrors = { 401: ErrorRef, 404: ErrorRef, 422: ErrorRef };
@@ -24,12 +39,16 @@ function digest(value: string): Buffer {
 }
 
 /** Accounts and API keys, for the operator; only mounted when ADMIN_TOKEN is set. */
-export function adminRoutes(app: FastifyInstance, deps: { accounts: AccountsService; adminToken: string }): void {
+export function adminRoutes(
+  app: FastifyInstance,
+  deps: { accounts: AccountsService; adminToken: string },
+): void {
   const expected = digest(deps.adminToken);
   app.addHook('onRequest', async (request) => {
     const match = /^Bearer (.+)$/.exec(request.headers.authorization ?? '');
     // Comparing digests keeps the check constant-time whatever the token's length.
-    if (!match || !timingSafeEqual(digest(match[1]!), expected)) throw new Unauthorized('admin token missing or invalid');
+    if (!match || !timingSafeEqual(digest(match[1]!), expected))
+      throw new Unauthorized('admin token missing or invalid');
   });
 
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
@@ -43,17 +62,28 @@ export function adminRoutes(app: FastifyInstance, deps: { accounts: AccountsServ
       security,
       summary: 'Create an account',
       body: Type.Object(
-        { name: Type.String({ minLength: 1, maxLength: 200 }), plan: Plan, rate_limit_per_minute: Type.Optional(RateLimit) },
+        {
+          name: Type.String({ minLength: 1, maxLength: 200 }),
+          plan: Plan,
+          rate_limit_per_minute: Type.Optional(RateLimit),
+        },
         { additionalProperties: false },
       ),
       response: { 201: Account, ...adminErrors },
     },
-    handler: async (req, reply) => reply.code(201).send(await deps.accounts.createAccount(req.body)),
+    handler: async (req, reply) =>
+      reply.code(201).send(await deps.accounts.createAccount(req.body)),
   });
 
   r.get('/accounts/:id', {
-    schema: { operationId: 'getAccount',
-      tags, security, summary: 'Get an account', params: IdParams, response: { 200: Account, ...adminErrors } },
+    schema: {
+      operationId: 'getAccount',
+      tags,
+      security,
+      summary: 'Get an account',
+      params: IdParams,
+      response: { 200: Account, ...adminErrors },
+    },
     handler: (req) => deps.accounts.getAccount(req.params.id),
   });
 
@@ -62,10 +92,15 @@ export function adminRoutes(app: FastifyInstance, deps: { accounts: AccountsServ
       operationId: 'updateAccount',
       tags,
       security,
-      summary: "Change an account's name, plan or rate limit (null returns it to the plan's figure)",
+      summary:
+        "Change an account's name, plan or rate limit (null returns it to the plan's figure)",
       params: IdParams,
       body: Type.Object(
-        { name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })), plan: Type.Optional(Plan), rate_limit_per_minute: Type.Optional(RateLimit) },
+        {
+          name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+          plan: Type.Optional(Plan),
+          rate_limit_per_minute: Type.Optional(RateLimit),
+        },
         { additionalProperties: false },
       ),
       response: { 200: Account, ...adminErrors },
@@ -80,7 +115,12 @@ export function adminRoutes(app: FastifyInstance, deps: { accounts: AccountsServ
       security,
       summary: 'Issue an API key (shown only in this response)',
       params: IdParams,
-      body: Type.Optional(Type.Object({ name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })) }, { additionalProperties: false })),
+      body: Type.Optional(
+        Type.Object(
+          { name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })) },
+          { additionalProperties: false },
+        ),
+      ),
       response: { 201: ApiKey, ...adminErrors },
     },
     // The body is optional: Fastify validates an absent body against the schema too, so it becomes {}.
@@ -92,8 +132,14 @@ export function adminRoutes(app: FastifyInstance, deps: { accounts: AccountsServ
   });
 
   r.delete('/api-keys/:id', {
-    schema: { operationId: 'revokeApiKey',
-      tags, security, summary: 'Revoke an API key at once', params: IdParams, response: { 200: Success, ...adminErrors } },
+    schema: {
+      operationId: 'revokeApiKey',
+      tags,
+      security,
+      summary: 'Revoke an API key at once',
+      params: IdParams,
+      response: { 200: Success, ...adminErrors },
+    },
     handler: async (req) => {
       await deps.accounts.revokeApiKey(req.params.id);
       return { success: true as const };

@@ -17,9 +17,13 @@ export function broadcastSendJob(broadcasts: BroadcastsService): JobHandler<'bro
       const started = performance.now();
       for (;;) {
         const batchStarted = performance.now();
-        if ((await broadcasts.sendNextBatch(job.accountId, id)) === 'done') return { status: 'done' };
+        if ((await broadcasts.sendNextBatch(job.accountId, id)) === 'done')
+          return { status: 'done' };
         if (interval > 0) {
-          return { status: 'continue', afterMs: Math.max(0, interval - (performance.now() - batchStarted)) };
+          return {
+            status: 'continue',
+            afterMs: Math.max(0, interval - (performance.now() - batchStarted)),
+          };
         }
         if (performance.now() - started > SLICE_MS) return { status: 'continue', afterMs: 0 };
       }

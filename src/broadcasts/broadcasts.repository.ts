@@ -5,7 +5,9 @@ import { offsetOf, type PageRequest } from '../http/pagination.js';
 
 export type BroadcastRow = Selectable<BroadcastsTable>;
 
-export type StatsDelta = Partial<Record<'sent' | 'delivered' | 'read' | 'replied' | 'failed', number>>;
+export type StatsDelta = Partial<
+  Record<'sent' | 'delivered' | 'read' | 'replied' | 'failed', number>
+>;
 
 export class BroadcastsRepository {
   constructor(private readonly db: Db) {}
@@ -13,34 +15,76 @@ export class BroadcastsRepository {
   async insert(trx: Tx, row: BroadcastRow): Promise<void> {
     await trx
       .insertInto('broadcasts')
-      .values({ ...row, audience: JSON.stringify(row.audience), message: JSON.stringify(row.message) })
+      .values({
+        ...row,
+        audience: JSON.stringify(row.audience),
+        message: JSON.stringify(row.message),
+      })
       .execute();
   }
 
   async find(accountId: string, id: string): Promise<BroadcastRow | undefined> {
-    return this.db.selectFrom('broadcasts').selectAll().where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
+    return this.db
+      .selectFrom('broadcasts')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .where('id', '=', id)
+      .executeTakeFirst();
   }
 
   async lock(trx: Tx, accountId: string, id: string): Promise<BroadcastRow | undefined> {
-    return trx.selectFrom('broadcasts').selectAll().where('account_id', '=', accountId).where('id', '=', id).forUpdate().executeTakeFirst();
+    return trx
+      .selectFrom('broadcasts')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .where('id', '=', id)
+      .forUpdate()
+      .executeTakeFirst();
   }
 
-  async update(trx: Tx, accountId: string, id: string, patch: Partial<Omit<BroadcastRow, 'account_id' | 'id' | 'audience' | 'message'>>): Promise<BroadcastRow> {
-    return trx.updateTable('broadcasts').set(patch).where('account_id', '=', accountId).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
+  async update(
+    trx: Tx,
+    accountId: string,
+    id: string,
+    patch: Partial<Omit<BroadcastRow, 'account_id' | 'id' | 'audience' | 'message'>>,
+  ): Promise<BroadcastRow> {
+    return trx
+      .updateTable('broadcasts')
+      .set(patch)
+      .where('account_id', '=', accountId)
+      .where('id', '=', id)
+      .returningAll()
+      .executeTakeFirstOrThrow();
   }
 
-  async list(accountId: string, status: BroadcastStatus | undefined, page: PageRequest): Promise<{ rows: BroadcastRow[]; total: number }> {
+  async list(
+    accountId: string,
+    status: BroadcastStatus | undefined,
+    page: PageRequest,
+  ): Promise<{ rows: BroadcastRow[]; total: number }> {
     let q = this.db.selectFrom('broadcasts').where('account_id', '=', accountId);
     if (status) q = q.where('status', '=', status);
     const [rows, count] = await Promise.all([
-      q.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(offsetOf(page)).execute(),
+      q
+        .selectAll()
+        .orderBy('created_at', 'desc')
+        .orderBy('id', 'desc')
+        .limit(page.limit)
+        .offset(offsetOf(page))
+        .execute(),
       q.select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow(),
     ]);
     return { rows, total: Number(count.n) };
   }
 
   /** Adds to the live counters; each message moves each counter at most once (statuses only move forward). */
-  async addStats(trx: Tx, accountId: string, id: string, delta: StatsDelta, now: Date): Promise<void> {
+  async addStats(
+    trx: Tx,
+    accountId: string,
+    id: string,
+    delta: StatsDelta,
+    now: Date,
+  ): Promise<void> {
     await trx
       .updateTable('broadcasts')
       .set((eb) => ({
@@ -68,7 +112,11 @@ export class BroadcastsRepository {
     cursor: string | null,
     limit: number,
   ): Promise<{ id: string; phone: string }[]> {
-    let q = trx.selectFrom('contacts').select(['id', 'phone']).where('account_id', '=', accountId).where('created_at', '<=', startedAt);
+    let q = trx
+      .selectFrom('contacts')
+      .select(['id', 'phone'])
+      .where('account_id', '=', accountId)
+      .where('created_at', '<=', startedAt);
     if (cursor) q = q.where('id', '>', cursor);
     if (audience.tags) q = q.where(sql<boolean>`tags && ${audience.tags}::text[]`);
     if (audience.lifecycle_stage) q = q.where('lifecycle_stage', '=', audience.lifecycle_stage);
@@ -79,11 +127,24 @@ export class BroadcastsRepository {
    * Claims recipients; returns only those not already claimed, so nobody is messaged twice, each
    * with the row's ctid, by which `recordOutcomes` finds it again later in the transaction.
    */
-  async claimRecipients(trx: Tx, accountId: string, broadcastId: string, contactIds: string[], now: Date): Promise<Map<string, string>> {
+  async claimRecipients(
+    trx: Tx,
+    accountId: string,
+    broadcastId: string,
+    contactIds: string[],
+    now: Date,
+  ): Promise<Map<string, string>> {
     if (contactIds.length === 0) return new Map();
     const rows = await trx
       .insertInto('broadcast_recipients')
-      .values(contactIds.map((contact_id) => ({ account_id: accountId, broadcast_id: broadcastId, contact_id, created_at: now })))
+      .values(
+        contactIds.map((contact_id) => ({
+          account_id: accountId,
+          broadcast_id: broadcastId,
+          contact_id,
+          created_at: now,
+        })),
+      )
       .onConflict((oc) => oc.columns(['account_id', 'broadcast_id', 'contact_id']).doNothing())
       .returning(['contact_id', sql<string>`ctid::text`.as('ctid')])
       .execute();
@@ -106,7 +167,12 @@ export class BroadcastsRepository {
     trx: Tx,
     accountId: string,
     broadcastId: string,
-    outcomes: { ctid: string; conversationId: string | null; messageId: string | null; failureReason: string | null }[],
+    outcomes: {
+      ctid: string;
+      conversationId: string | null;
+      messageId: string | null;
+      failureReason: string | null;
+    }[],
   ): Promise<void> {
     if (outcomes.length === 0) return;
     await sql`
@@ -116,11 +182,18 @@ export class BroadcastsRepository {
                   ${outcomes.map((o) => o.messageId)}::text[], ${outcomes.map((o) => o.failureReason)}::text[])
         AS o(ctid, conversation_id, message_id, failure_reason)
       WHERE r.ctid = o.ctid
-        AND (r.account_id, r.broadcast_id) IS NOT DISTINCT FROM (${accountId}, ${broadcastId})`.execute(trx);
+        AND (r.account_id, r.broadcast_id) IS NOT DISTINCT FROM (${accountId}, ${broadcastId})`.execute(
+      trx,
+    );
   }
 
   /** Marks the first reply on a conversation for every broadcast awaiting one there; returns their ids. */
-  async markReplied(trx: Tx, accountId: string, conversationId: string, now: Date): Promise<string[]> {
+  async markReplied(
+    trx: Tx,
+    accountId: string,
+    conversationId: string,
+    now: Date,
+  ): Promise<string[]> {
     const rows = await trx
       .updateTable('broadcast_recipients')
       .set({ replied_at: now })

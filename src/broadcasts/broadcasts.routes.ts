@@ -11,19 +11,44 @@ export function broadcastsRoutes(app: FastifyInstance, broadcasts: BroadcastsSer
 
   r.post('/broadcasts', {
     config: { successStatus: 201 },
-    schema: { tags, operationId: 'createBroadcast', summary: 'Send a message to an audience, now or at scheduled_at', body: CreateBroadcastBody, response: { 201: Broadcast, ...errorResponses(404, 422) } },
-    handler: async (req, reply) => reply.code(201).send(await broadcasts.create(req.scope, req.body)),
+    schema: {
+      tags,
+      operationId: 'createBroadcast',
+      summary: 'Send a message to an audience, now or at scheduled_at',
+      body: CreateBroadcastBody,
+      response: { 201: Broadcast, ...errorResponses(404, 422) },
+    },
+    handler: async (req, reply) =>
+      reply.code(201).send(await broadcasts.create(req.scope, req.body)),
   });
   r.get('/broadcasts', {
-    schema: { tags, operationId: 'listBroadcasts', summary: 'List broadcasts, newest first', querystring: ListBroadcastsQuery, response: { 200: Page(Broadcast), ...errorResponses(422) } },
+    schema: {
+      tags,
+      operationId: 'listBroadcasts',
+      summary: 'List broadcasts, newest first',
+      querystring: ListBroadcastsQuery,
+      response: { 200: Page(Broadcast), ...errorResponses(422) },
+    },
     handler: (req) => broadcasts.list(req.scope, req.query, pageRequest(req.query)),
   });
   r.get('/broadcasts/:id', {
-    schema: { tags, operationId: 'getBroadcast', summary: 'Get a broadcast with its live stats', params: IdParams, response: { 200: Broadcast, ...errorResponses(404) } },
+    schema: {
+      tags,
+      operationId: 'getBroadcast',
+      summary: 'Get a broadcast with its live stats',
+      params: IdParams,
+      response: { 200: Broadcast, ...errorResponses(404) },
+    },
     handler: (req) => broadcasts.get(req.scope, req.params.id),
   });
   r.post('/broadcasts/:id/cancel', {
-    schema: { tags, operationId: 'cancelBroadcast', summary: 'Return a scheduled broadcast to draft', params: IdParams, response: { 200: Broadcast, ...errorResponses(404, 409) } },
+    schema: {
+      tags,
+      operationId: 'cancelBroadcast',
+      summary: 'Return a scheduled broadcast to draft',
+      params: IdParams,
+      response: { 200: Broadcast, ...errorResponses(404, 409) },
+    },
     handler: (req) => broadcasts.cancel(req.scope, req.params.id),
   });
 }

@@ -7,9 +7,21 @@ export const BROADCAST_STATUSES = ['draft', 'scheduled', 'sending', 'sent', 'fai
 
 const Audience = Type.Object(
   {
-    tags: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { minItems: 1, maxItems: 50, description: 'Contacts having any of these tags.' })),
-    lifecycle_stage: Type.Optional(Type.Enum(LIFECYCLE_STAGES, { description: 'Contacts in this stage (and, with tags, having one of them).' })),
-    all: Type.Optional(Type.Boolean({ description: '`true` targets every contact; not combined with the others.' })),
+    tags: Type.Optional(
+      Type.Array(Type.String({ minLength: 1, maxLength: 64 }), {
+        minItems: 1,
+        maxItems: 50,
+        description: 'Contacts having any of these tags.',
+      }),
+    ),
+    lifecycle_stage: Type.Optional(
+      Type.Enum(LIFECYCLE_STAGES, {
+        description: 'Contacts in this stage (and, with tags, having one of them).',
+      }),
+    ),
+    all: Type.Optional(
+      Type.Boolean({ description: '`true` targets every contact; not combined with the others.' }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -36,7 +48,9 @@ export const Broadcast = Type.Object(
       sent: Type.Integer({ description: 'Accepted by the provider.' }),
       delivered: Type.Integer({ description: 'Reached delivered or read.' }),
       read: Type.Integer(),
-      replied: Type.Integer({ description: 'Contacts who answered after the broadcast message, once each.' }),
+      replied: Type.Integer({
+        description: 'Contacts who answered after the broadcast message, once each.',
+      }),
       failed: Type.Integer({ description: 'Failed before or after acceptance.' }),
     }),
     scheduled_at: Nullable(Timestamp),
@@ -52,7 +66,12 @@ export const CreateBroadcastBody = Type.Object(
     channel: ChannelSchema,
     audience: Audience,
     message: BroadcastMessage,
-    scheduled_at: Type.Optional(Type.String({ format: 'date-time', description: 'ISO 8601 with a zone, at least 5 minutes ahead; omitted sends now.' })),
+    scheduled_at: Type.Optional(
+      Type.String({
+        format: 'date-time',
+        description: 'ISO 8601 with a zone, at least 5 minutes ahead; omitted sends now.',
+      }),
+    ),
   },
   { additionalProperties: false },
 );

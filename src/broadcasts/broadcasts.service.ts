@@ -22,7 +22,13 @@ export function toBroadcast(r: BroadcastRow): Broadcast {
     audience: r.audience as Broadcast['audience'],
     message: r.message,
     status: r.status,
-    stats: { sent: r.sent, delivered: r.delivered, read: r.read, replied: r.replied, failed: r.failed },
+    stats: {
+      sent: r.sent,
+      delivered: r.delivered,
+      read: r.read,
+      replied: r.replied,
+      failed: r.failed,
+    },
     scheduled_at: r.scheduled_at ? r.scheduled_at.toISOString() : null,
     created_at: r.created_at.toISOString(),
   };
@@ -31,7 +37,8 @@ export function toBroadcast(r: BroadcastRow): Broadcast {
 function checkAudience(audience: CreateBroadcastBody['audience']): void {
   const { tags, lifecycle_stage: stage, all } = audience;
   if (all !== undefined) {
-    if (tags !== undefined || stage !== undefined) throw new ValidationError('audience.all', 'cannot be combined with tags or lifecycle_stage');
+    if (tags !== undefined || stage !== undefined)
+      throw new ValidationError('audience.all', 'cannot be combined with tags or lifecycle_stage');
     if (!all) throw new ValidationError('audience.all', 'must be true when given');
   } else if (tags === undefined && stage === undefined) {
     throw new ValidationError('audience', 'needs at least one of tags, lifecycle_stage or all');
@@ -40,12 +47,17 @@ function checkAudience(audience: CreateBroadcastBody['audience']): void {
 
 function checkMessage(message: CreateBroadcastBody['message']): void {
   if (message.type === 'text') {
-    if (message.content === undefined) throw new ValidationError('message.content', 'is required when type is text');
-    if (message.template_name !== undefined) throw new ValidationError('message.template_name', 'is not allowed when type is text');
-    if (message.template_params !== undefined) throw new ValidationError('message.template_params', 'is not allowed when type is text');
+    if (message.content === undefined)
+      throw new ValidationError('message.content', 'is required when type is text');
+    if (message.template_name !== undefined)
+      throw new ValidationError('message.template_name', 'is not allowed when type is text');
+    if (message.template_params !== undefined)
+      throw new ValidationError('message.template_params', 'is not allowed when type is text');
   } else {
-    if (message.template_name === undefined) throw new ValidationError('message.template_name', 'is required when type is template');
-    if (message.content !== undefined) throw new ValidationError('message.content', 'is not allowed when type is template');
+    if (message.template_name === undefined)
+      throw new ValidationError('message.template_name', 'is required when type is template');
+    if (message.content !== undefined)
+      throw new ValidationError('message.content', 'is not allowed when type is template');
   }
 }
 
@@ -78,7 +90,13 @@ export class BroadcastsService {
     return this.deps.tx.run(scope, async (trx) => {
       if (body.message.type === 'template') {
         // Checked now (404 unknown, 422 not approved or wrong parameters) and again when sending starts.
-        await this.deps.templates.renderApproved(trx, scope.accountId, body.message.template_name!, body.message.template_params ?? [], TEMPLATE_FIELDS);
+        await this.deps.templates.renderApproved(
+          trx,
+          scope.accountId,
+          body.message.template_name!,
+          body.message.template_params ?? [],
+          TEMPLATE_FIELDS,
+        );
       }
       const row: BroadcastRow = {
         account_id: scope.accountId,
@@ -104,7 +122,13 @@ export class BroadcastsService {
       };
       await this.deps.broadcasts.insert(trx, row);
       // Due at scheduled_at itself (or now): the durable scheduler is the job queue.
-      await this.deps.jobs.enqueue(trx, scope.accountId, 'broadcast.send', { v: 1, broadcast_id: row.id }, { runAt: scheduledAt ?? now });
+      await this.deps.jobs.enqueue(
+        trx,
+        scope.accountId,
+        'broadcast.send',
+        { v: 1, broadcast_id: row.id },
+        { runAt: scheduledAt ?? now },
+      );
       return toBroadcast(row);
     });
   }
@@ -115,7 +139,11 @@ export class BroadcastsService {
     return toBroadcast(row);
   }
 
-  async list(scope: Scope, query: ListBroadcastsQuery, page: PageRequest): Promise<PageResult<Broadcast>> {
+  async list(
+    scope: Scope,
+    query: ListBroadcastsQuery,
+    page: PageRequest,
+  ): Promise<PageResult<Broadcast>> {
     const { rows, total } = await this.deps.broadcasts.list(scope.accountId, query.status, page);
     return { data: rows.map(toBroadcast), total, page: page.page };
   }
@@ -125,8 +153,16 @@ export class BroadcastsService {
     return this.deps.tx.run(scope, async (trx) => {
       const row = await this.deps.broadcasts.lock(trx, scope.accountId, id);
       if (!row) throw new NotFound('broadcast', id);
-      if (row.status !== 'scheduled') throw new Conflict(`only a scheduled broadcast can be cancelled; this one is ${row.status}`);
-      return toBroadcast(await this.deps.broadcasts.update(trx, scope.accountId, id, { status: 'draft', updated_at: this.deps.clock.now() }));
+      if (row.status !== 'scheduled')
+        throw new Conflict(
+          `only a scheduled broadcast can be cancelled; this one is ${row.status}`,
+        );
+      return toBroadcast(
+        await this.deps.broadcasts.update(trx, scope.accountId, id, {
+          status: 'draft',
+          updated_at: this.deps.clock.now(),
+        }),
+      );
     });
   }
 
@@ -142,24 +178,50 @@ export class BroadcastsService {
       const now = this.deps.clock.now();
       if (b.status === 'scheduled') {
         // Sending starts at scheduled_at, and so does the audience, even when a worker comes late.
-        const startedAt = b.scheduled_at && b.scheduled_at.getTime() < now.getTime() ? b.scheduled_at : now;
-        b = await this.deps.broadcasts.update(trx, accountId, id, { status: 'sending', started_at: startedAt, updated_at: now });
+        const startedAt =
+          b.scheduled_at && b.scheduled_at.getTime() < now.getTime() ? b.scheduled_at : now;
+        b = await this.deps.broadcasts.update(trx, accountId, id, {
+          status: 'sending',
+          started_at: startedAt,
+          updated_at: now,
+        });
       }
       if (b.status !== 'sending') return 'done';
 
       if (b.message.type === 'template' && b.rendered_content === null) {
         try {
-          const rendered = await this.deps.templates.renderApproved(trx, accountId, b.message.template_name!, b.message.template_params ?? [], TEMPLATE_FIELDS);
-          b = await this.deps.broadcasts.update(trx, accountId, id, { rendered_content: rendered, updated_at: now });
+          const rendered = await this.deps.templates.renderApproved(
+            trx,
+            accountId,
+            b.message.template_name!,
+            b.message.template_params ?? [],
+            TEMPLATE_FIELDS,
+          );
+          b = await this.deps.broadcasts.update(trx, accountId, id, {
+            rendered_content: rendered,
+            updated_at: now,
+          });
         } catch (err) {
           if (!(err instanceof AppError)) throw err;
           // Nothing can be sent (e.g. the template is no longer approved): failed, not completed.
-          await this.deps.broadcasts.update(trx, accountId, id, { status: 'failed', failure_reason: err.message, completed_at: now, updated_at: now });
+          await this.deps.broadcasts.update(trx, accountId, id, {
+            status: 'failed',
+            failure_reason: err.message,
+            completed_at: now,
+            updated_at: now,
+          });
           return 'done';
         }
       }
 
-      const batch = await this.deps.broadcasts.nextAudienceBatch(trx, accountId, b.audience, b.started_at ?? now, b.cursor, this.batchSize(b.channel));
+      const batch = await this.deps.broadcasts.nextAudienceBatch(
+        trx,
+        accountId,
+        b.audience,
+        b.started_at ?? now,
+        b.cursor,
+        this.batchSize(b.channel),
+      );
       if (batch.length === 0) {
         const status = b.sent === 0 && b.failed > 0 ? 'failed' : 'sent';
         const done = await this.deps.broadcasts.update(trx, accountId, id, {
@@ -172,8 +234,16 @@ export class BroadcastsService {
         return 'done';
       }
 
-      const fresh = await this.deps.broadcasts.claimRecipients(trx, accountId, id, batch.map((c) => c.id), now);
-      const recipients = batch.filter((c) => fresh.has(c.id)).map((c) => ({ contactId: c.id, phone: c.phone }));
+      const fresh = await this.deps.broadcasts.claimRecipients(
+        trx,
+        accountId,
+        id,
+        batch.map((c) => c.id),
+        now,
+      );
+      const recipients = batch
+        .filter((c) => fresh.has(c.id))
+        .map((c) => ({ contactId: c.id, phone: c.phone }));
       const results = await this.deps.messages.sendBatch(trx, accountId, {
         channel: b.channel,
         type: b.message.type,
@@ -195,8 +265,17 @@ export class BroadcastsService {
         })),
       );
       const sent = results.filter((r) => r.row).length;
-      await this.deps.broadcasts.addStats(trx, accountId, id, { sent, failed: results.length - sent }, now);
-      await this.deps.broadcasts.update(trx, accountId, id, { cursor: batch[batch.length - 1]!.id, updated_at: now });
+      await this.deps.broadcasts.addStats(
+        trx,
+        accountId,
+        id,
+        { sent, failed: results.length - sent },
+        now,
+      );
+      await this.deps.broadcasts.update(trx, accountId, id, {
+        cursor: batch[batch.length - 1]!.id,
+        updated_at: now,
+      });
       return 'more';
     });
   }

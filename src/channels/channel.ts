@@ -1,10 +1,19 @@
 import type { Channel, MessageType } from '../db/schema.js';
 import type { Tx } from '../db/database.js';
 
-export const CHANNELS = ['whatsapp', 'instagram', 'messenger', 'webchat'] as const satisfies readonly Channel[];
+export const CHANNELS = [
+  'whatsapp',
+  'instagram',
+  'messenger',
+  'webchat',
+] as const satisfies readonly Channel[];
 
 /** Channels whose providers only allow free-form messages within 24 h of the contact's last message. */
-export const WINDOWED_CHANNELS: ReadonlySet<Channel> = new Set(['whatsapp', 'messenger', 'instagram']);
+export const WINDOWED_CHANNELS: ReadonlySet<Channel> = new Set([
+  'whatsapp',
+  'messenger',
+  'instagram',
+]);
 
 export interface OutboundMessage {
   accountId: string;

@@ -54,7 +54,9 @@ export class ContactsRepository {
    * Any number of contacts by (account, id) in one round trip, aligned with `keys`: each key is
    * matched within its own account, so a batch that mixes accounts cannot cross them.
    */
-  async findMany(keys: readonly { accountId: string; id: string }[]): Promise<(ContactRow | undefined)[]> {
+  async findMany(
+    keys: readonly { accountId: string; id: string }[],
+  ): Promise<(ContactRow | undefined)[]> {
     const rows = await this.db
       .selectFrom('contacts')
       .select(CONTACT_COLUMNS)
@@ -66,7 +68,11 @@ export class ContactsRepository {
     return keys.map((k) => byKey.get(`${k.accountId} ${k.id}`));
   }
 
-  async find(accountId: string, id: string, trx: Tx | Db = this.db): Promise<ContactRow | undefined> {
+  async find(
+    accountId: string,
+    id: string,
+    trx: Tx | Db = this.db,
+  ): Promise<ContactRow | undefined> {
     return trx
       .selectFrom('contacts')
       .select(CONTACT_COLUMNS)
@@ -75,11 +81,18 @@ export class ContactsRepository {
       .executeTakeFirst();
   }
 
-  async update(trx: Tx, accountId: string, id: string, changes: ContactChanges): Promise<ContactRow | undefined> {
+  async update(
+    trx: Tx,
+    accountId: string,
+    id: string,
+    changes: ContactChanges,
+  ): Promise<ContactRow | undefined> {
     const { setFields, removeFields, ...columns } = changes;
     const set: Record<string, unknown> = { ...columns };
     if (setFields !== undefined || removeFields !== undefined) {
-      set.custom_fields = sql<ContactsTable['custom_fields']>`(custom_fields || ${JSON.stringify(setFields ?? {})}::jsonb) - ${removeFields ?? []}::text[]`;
+      set.custom_fields = sql<
+        ContactsTable['custom_fields']
+      >`(custom_fields || ${JSON.stringify(setFields ?? {})}::jsonb) - ${removeFields ?? []}::text[]`;
     }
     return trx
       .updateTable('contacts')
@@ -99,7 +112,11 @@ export class ContactsRepository {
     return result.numDeletedRows > 0n;
   }
 
-  async list(accountId: string, filter: ContactFilter, page: PageRequest): Promise<{ rows: ContactRow[]; total: number }> {
+  async list(
+    accountId: string,
+    filter: ContactFilter,
+    page: PageRequest,
+  ): Promise<{ rows: ContactRow[]; total: number }> {
     let query = this.db.selectFrom('contacts').where('account_id', '=', accountId);
     if (filter.tag !== undefined) {
       query = query.where(sql<boolean>`tags @> ARRAY[${filter.tag}]::text[]`);
@@ -107,7 +124,9 @@ export class ContactsRepository {
     if (filter.search !== undefined) {
       const pattern = containsPattern(filter.search);
       // Both columns carry trigram indexes, so a partial match stays an index scan at scale.
-      query = query.where((eb) => eb.or([eb('name', 'ilike', pattern), eb('phone', 'ilike', pattern)]));
+      query = query.where((eb) =>
+        eb.or([eb('name', 'ilike', pattern), eb('phone', 'ilike', pattern)]),
+      );
     }
     const filtered = filter.tag !== undefined || filter.search !== undefined;
     const [rows, count] = await Promise.all([
@@ -136,7 +155,12 @@ export class ContactsRepository {
   }
 
   async findByPhone(trx: Tx, accountId: string, phone: string): Promise<ContactRow | undefined> {
-    return trx.selectFrom('contacts').selectAll().where('account_id', '=', accountId).where('phone', '=', phone).executeTakeFirst();
+    return trx
+      .selectFrom('contacts')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .where('phone', '=', phone)
+      .executeTakeFirst();
   }
 
   async addTags(trx: Tx, accountId: string, tags: string[], now: Date): Promise<void> {
@@ -148,10 +172,18 @@ export class ContactsRepository {
       .execute();
   }
 
-  async listTags(accountId: string, page: PageRequest): Promise<{ rows: { name: string; created_at: Date }[]; total: number }> {
+  async listTags(
+    accountId: string,
+    page: PageRequest,
+  ): Promise<{ rows: { name: string; created_at: Date }[]; total: number }> {
     const query = this.db.selectFrom('tags').where('account_id', '=', accountId);
     const [rows, count] = await Promise.all([
-      query.select(['name', 'created_at']).orderBy('name').limit(page.limit).offset(offsetOf(page)).execute(),
+      query
+        .select(['name', 'created_at'])
+        .orderBy('name')
+        .limit(page.limit)
+        .offset(offsetOf(page))
+        .execute(),
       query.select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow(),
     ]);
     return { rows, total: Number(count.n) };

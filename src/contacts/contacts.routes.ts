@@ -18,18 +18,41 @@ export function contactsRoutes(app: FastifyInstance, contacts: ContactsService):
   const tags = ['Contacts'];
 
   r.get('/contacts', {
-    schema: { tags, operationId: 'listContacts', summary: 'List contacts, newest first', querystring: ListContactsQuery, response: { 200: Page(Contact), ...errorResponses(422) } },
-    handler: (req) => contacts.list(req.scope, { tag: req.query.tag, search: req.query.search }, pageRequest(req.query)),
+    schema: {
+      tags,
+      operationId: 'listContacts',
+      summary: 'List contacts, newest first',
+      querystring: ListContactsQuery,
+      response: { 200: Page(Contact), ...errorResponses(422) },
+    },
+    handler: (req) =>
+      contacts.list(
+        req.scope,
+        { tag: req.query.tag, search: req.query.search },
+        pageRequest(req.query),
+      ),
   });
 
   r.post('/contacts', {
     config: { successStatus: 201 },
-    schema: { tags, operationId: 'createContact', summary: 'Create a contact', body: CreateContactBody, response: { 201: Contact, ...errorResponses(409, 422) } },
+    schema: {
+      tags,
+      operationId: 'createContact',
+      summary: 'Create a contact',
+      body: CreateContactBody,
+      response: { 201: Contact, ...errorResponses(409, 422) },
+    },
     handler: async (req, reply) => reply.code(201).send(await contacts.create(req.scope, req.body)),
   });
 
   r.get('/contacts/:id', {
-    schema: { tags, operationId: 'getContact', summary: 'Get a contact', params: IdParams, response: { 200: Contact, ...errorResponses(404) } },
+    schema: {
+      tags,
+      operationId: 'getContact',
+      summary: 'Get a contact',
+      params: IdParams,
+      response: { 200: Contact, ...errorResponses(404) },
+    },
     handler: (req) => contacts.get(req.scope, req.params.id),
   });
 
@@ -37,7 +60,8 @@ export function contactsRoutes(app: FastifyInstance, contacts: ContactsService):
     schema: {
       tags,
       operationId: 'updateContact',
-      summary: 'Update a contact (omitted fields keep their values; tags replaced; custom_fields merged)',
+      summary:
+        'Update a contact (omitted fields keep their values; tags replaced; custom_fields merged)',
       params: IdParams,
       body: UpdateContactBody,
       response: { 200: Contact, ...errorResponses(404, 409, 422) },
@@ -46,7 +70,13 @@ export function contactsRoutes(app: FastifyInstance, contacts: ContactsService):
   });
 
   r.delete('/contacts/:id', {
-    schema: { tags, operationId: 'deleteContact', summary: 'Delete a contact permanently', params: IdParams, response: { 200: Success, ...errorResponses(404) } },
+    schema: {
+      tags,
+      operationId: 'deleteContact',
+      summary: 'Delete a contact permanently',
+      params: IdParams,
+      response: { 200: Success, ...errorResponses(404) },
+    },
     handler: (req) => contacts.delete(req.scope, req.params.id),
   });
 
@@ -63,7 +93,13 @@ export function contactsRoutes(app: FastifyInstance, contacts: ContactsService):
   });
 
   r.get('/tags', {
-    schema: { tags: ['Tags'], operationId: 'listTags', summary: "List the account's tags", querystring: ListTagsQuery, response: { 200: Page(Tag), ...errorResponses(422) } },
+    schema: {
+      tags: ['Tags'],
+      operationId: 'listTags',
+      summary: "List the account's tags",
+      querystring: ListTagsQuery,
+      response: { 200: Page(Tag), ...errorResponses(422) },
+    },
     handler: (req) => contacts.listTags(req.scope, pageRequest(req.query)),
   });
 }

@@ -3,7 +3,11 @@ import { Nullable, PageQuery, Timestamp } from '../http/schemas.js';
 
 export const LIFECYCLE_STAGES = ['lead', 'customer', 'churned'] as const;
 
-const CustomFieldValue = Type.Union([Type.String({ maxLength: 2000 }), Type.Number(), Type.Boolean()]);
+const CustomFieldValue = Type.Union([
+  Type.String({ maxLength: 2000 }),
+  Type.Number(),
+  Type.Boolean(),
+]);
 
 export const Contact = Type.Object(
   {
@@ -21,7 +25,10 @@ export const Contact = Type.Object(
 );
 export type Contact = Static<typeof Contact>;
 
-const Phone = Type.String({ maxLength: 32, description: 'E.164, e.g. +14155550123. Unique in the account.' });
+const Phone = Type.String({
+  maxLength: 32,
+  description: 'E.164, e.g. +14155550123. Unique in the account.',
+});
 const Name = Type.String({ minLength: 1, maxLength: 255 });
 const Email = Type.String({ format: 'email', maxLength: 254 });
 const Tags = Type.Array(Type.String({ maxLength: 200 }), {
@@ -74,7 +81,9 @@ export type LifecycleBody = Static<typeof LifecycleBody>;
 export const ListContactsQuery = Type.Object(
   {
     ...PageQuery,
-    tag: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'Only contacts having this tag.' })),
+    tag: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 64, description: 'Only contacts having this tag.' }),
+    ),
     search: Type.Optional(
       Type.String({
         minLength: 1,

@@ -9,7 +9,12 @@ import { Conflict, NotFound, ValidationError } from '../errors.js';
 import type { Outbox } from '../events/outbox.js';
 import type { PageRequest, PageResult } from '../http/pagination.js';
 import { newId } from '../ids.js';
-import type { ContactChanges, ContactFilter, ContactRow, ContactsRepository } from './contacts.repository.js';
+import type {
+  ContactChanges,
+  ContactFilter,
+  ContactRow,
+  ContactsRepository,
+} from './contacts.repository.js';
 import type { Contact, CreateContactBody, Tag, UpdateContactBody } from './contacts.schema.js';
 import { isValidE164 } from './phone.js';
 
@@ -52,7 +57,10 @@ export function normaliseTags(tags: string[]): string[] {
 function checkFieldKeys(fields: Record<string, unknown>): void {
   for (const key of Object.keys(fields)) {
     if (!FIELD_KEY.test(key)) {
-      throw new ValidationError(`custom_fields.${key}`, 'key must be 1 to 64 characters of a-z, 0-9 and _');
+      throw new ValidationError(
+        `custom_fields.${key}`,
+        'key must be 1 to 64 characters of a-z, 0-9 and _',
+      );
     }
   }
 }
@@ -74,7 +82,10 @@ export class ContactsService {
       cache: ReadCache<Contact>;
     },
   ) {
-    this.byId = new Batcher((keys) => deps.contacts.findMany(keys), { maxBatch: 100, maxConcurrent: 1 });
+    this.byId = new Batcher((keys) => deps.contacts.findMany(keys), {
+      maxBatch: 100,
+      maxConcurrent: 1,
+    });
   }
 
   /** Runs a change to one contact; once it has committed (or failed), this process's cached copy goes. */
@@ -108,7 +119,8 @@ export class ContactsService {
       try {
         await this.deps.contacts.insert(trx, row);
       } catch (err) {
-        if (isUniqueViolation(err, 'contacts_phone')) throw new Conflict(`a contact with phone ${phone} already exists`);
+        if (isUniqueViolation(err, 'contacts_phone'))
+          throw new Conflict(`a contact with phone ${phone} already exists`);
         throw err;
       }
       await this.deps.contacts.addTags(trx, scope.accountId, tags, now);
@@ -160,7 +172,11 @@ export class ContactsService {
   async list(scope: Scope, filter: ContactFilter, page: PageRequest): Promise<PageResult<Contact>> {
     // Tags are stored trimmed, so the filter is trimmed the same way.
     const tag = filter.tag?.trim();
-    const { rows, total } = await this.deps.contacts.list(scope.accountId, { ...filter, tag }, page);
+    const { rows, total } = await this.deps.contacts.list(
+      scope.accountId,
+      { ...filter, tag },
+      page,
+    );
     return { data: rows.map(toContact), total, page: page.page };
   }
 
@@ -182,39 +198,46 @@ export class ContactsService {
       changes.setFields = set;
       changes.removeFields = remove;
     }
-    return this.changing(scope.accountId, id, () => this.deps.tx.run(scope, async (trx) => {
-      let row: ContactRow | undefined;
-      try {
-        row = await this.deps.contacts.update(trx, scope.accountId, id, changes);
-      } catch (err) {
-        if (isUniqueViolation(err, 'contacts_phone')) {
-          throw new Conflict(`another contact already has phone ${changes.phone}`);
+    return this.changing(scope.accountId, id, () =>
+      this.deps.tx.run(scope, async (trx) => {
+        let row: ContactRow | undefined;
+        try {
+          row = await this.deps.contacts.update(trx, scope.accountId, id, changes);
+        } catch (err) {
+          if (isUniqueViolation(err, 'contacts_phone')) {
+            throw new Conflict(`another contact already has phone ${changes.phone}`);
+          }
+          throw err;
         }
-        throw err;
-      }
-      if (!row) throw new NotFound('contact', id);
-      if (changes.tags) await this.deps.contacts.addTags(trx, scope.accountId, changes.tags, now);
-      return toContact(row);
-    }));
+        if (!row) throw new NotFound('contact', id);
+        if (changes.tags) await this.deps.contacts.addTags(trx, scope.accountId, changes.tags, now);
+        return toContact(row);
+      }),
+    );
   }
 
   async setLifecycle(scope: Scope, id: string, stage: string | null): Promise<Contact> {
-    return this.changing(scope.accountId, id, () => this.deps.tx.run(scope, async (trx) => {
-      const row = await this.deps.contacts.update(trx, scope.accountId, id, {
-        lifecycle_stage: stage,
-        updated_at: this.deps.clock.now(),
-      });
-      if (!row) throw new NotFound('contact', id);
-      return toContact(row);
-    }));
+    return this.changing(scope.accountId, id, () =>
+      this.deps.tx.run(scope, async (trx) => {
+        const row = await this.deps.contacts.update(trx, scope.accountId, id, {
+          lifecycle_stage: stage,
+          updated_at: this.deps.clock.now(),
+        });
+        if (!row) throw new NotFound('contact', id);
+        return toContact(row);
+      }),
+    );
   }
 
   /** Permanent: the contact is gone, its conversations and messages stay. */
   async delete(scope: Scope, id: string): Promise<{ success: true }> {
-    return this.changing(scope.accountId, id, () => this.deps.tx.run(scope, async (trx) => {
-      if (!(await this.deps.contacts.delete(trx, scope.accountId, id))) throw new NotFound('contact', id);
-      return { success: true as const };
-    }));
+    return this.changing(scope.accountId, id, () =>
+      this.deps.tx.run(scope, async (trx) => {
+        if (!(await this.deps.contacts.delete(trx, scope.accountId, id)))
+          throw new NotFound('contact', id);
+        return { success: true as const };
+      }),
+    );
   }
 
   async listTags(scope: Scope, page: PageRequest): Promise<PageResult<Tag>> {

@@ -16,12 +16,27 @@ export interface ConversationFilter {
 export class ConversationsRepository {
   constructor(private readonly db: Db) {}
 
-  async find(accountId: string, id: string, trx: Tx | Db = this.db): Promise<ConversationRow | undefined> {
-    return trx.selectFrom('conversations').selectAll().where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
+  async find(
+    accountId: string,
+    id: string,
+    trx: Tx | Db = this.db,
+  ): Promise<ConversationRow | undefined> {
+    return trx
+      .selectFrom('conversations')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .where('id', '=', id)
+      .executeTakeFirst();
   }
 
   async lock(trx: Tx, accountId: string, id: string): Promise<ConversationRow | undefined> {
-    return trx.selectFrom('conversations').selectAll().where('account_id', '=', accountId).where('id', '=', id).forUpdate().executeTakeFirst();
+    return trx
+      .selectFrom('conversations')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .where('id', '=', id)
+      .forUpdate()
+      .executeTakeFirst();
   }
 
   /**
@@ -31,21 +46,47 @@ export class ConversationsRepository {
    * every multi-row lock of conversations takes, so concurrent batches never deadlock. The
    * unique key makes concurrent first messages share one conversation.
    */
-  async openMany(trx: Tx, accountId: string, contactIds: string[], channel: Channel, now: Date): Promise<Map<string, ConversationRow>> {
+  async openMany(
+    trx: Tx,
+    accountId: string,
+    contactIds: string[],
+    channel: Channel,
+    now: Date,
+  ): Promise<Map<string, ConversationRow>> {
     if (contactIds.length === 0) return new Map();
     const rows = await trx
       .insertInto('conversations')
       .values(
-        [...new Set(contactIds)].sort().map((contactId) => ({ account_id: accountId, id: newId('conv'), contact_id: contactId, channel, status: 'open' as const, assignee_type: null, assignee_id: null, last_inbound_at: null, created_at: now, updated_at: now })),
+        [...new Set(contactIds)].sort().map((contactId) => ({
+          account_id: accountId,
+          id: newId('conv'),
+          contact_id: contactId,
+          channel,
+          status: 'open' as const,
+          assignee_type: null,
+          assignee_id: null,
+          last_inbound_at: null,
+          created_at: now,
+          updated_at: now,
+        })),
       )
-      .onConflict((oc) => oc.columns(['account_id', 'contact_id', 'channel']).doUpdateSet({ status: 'open', updated_at: now }))
+      .onConflict((oc) =>
+        oc
+          .columns(['account_id', 'contact_id', 'channel'])
+          .doUpdateSet({ status: 'open', updated_at: now }),
+      )
       .returningAll()
       .execute();
     return new Map(rows.map((r) => [r.contact_id, r]));
   }
 
   /** The existing conversations of these contacts on one channel, locked, keyed by contact id. */
-  async lockExisting(trx: Tx, accountId: string, contactIds: string[], channel: Channel): Promise<Map<string, ConversationRow>> {
+  async lockExisting(
+    trx: Tx,
+    accountId: string,
+    contactIds: string[],
+    channel: Channel,
+  ): Promise<Map<string, ConversationRow>> {
     if (contactIds.length === 0) return new Map();
     const rows = await trx
       .selectFrom('conversations')
@@ -62,14 +103,24 @@ export class ConversationsRepository {
   /** Sending counts as activity and reopens a resolved conversation. */
   async touchOpen(trx: Tx, accountId: string, ids: string[], now: Date): Promise<void> {
     if (ids.length === 0) return;
-    await trx.updateTable('conversations').set({ status: 'open', updated_at: now }).where('account_id', '=', accountId).where('id', 'in', ids).execute();
+    await trx
+      .updateTable('conversations')
+      .set({ status: 'open', updated_at: now })
+      .where('account_id', '=', accountId)
+      .where('id', 'in', ids)
+      .execute();
   }
 
   async update(
     trx: Tx,
     accountId: string,
     id: string,
-    patch: Partial<Pick<ConversationRow, 'status' | 'assignee_type' | 'assignee_id' | 'last_inbound_at' | 'updated_at'>>,
+    patch: Partial<
+      Pick<
+        ConversationRow,
+        'status' | 'assignee_type' | 'assignee_id' | 'last_inbound_at' | 'updated_at'
+      >
+    >,
   ): Promise<ConversationRow> {
     return trx
       .updateTable('conversations')
@@ -80,13 +131,23 @@ export class ConversationsRepository {
       .executeTakeFirstOrThrow();
   }
 
-  async list(accountId: string, filter: ConversationFilter, page: PageRequest): Promise<{ rows: ConversationRow[]; total: number }> {
+  async list(
+    accountId: string,
+    filter: ConversationFilter,
+    page: PageRequest,
+  ): Promise<{ rows: ConversationRow[]; total: number }> {
     let q = this.db.selectFrom('conversations').where('account_id', '=', accountId);
     if (filter.status !== 'all') q = q.where('status', '=', filter.status);
     if (filter.channel) q = q.where('channel', '=', filter.channel);
     if (filter.assignedTo) q = q.where('assignee_id', '=', filter.assignedTo);
     const [rows, count] = await Promise.all([
-      q.selectAll().orderBy('updated_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(offsetOf(page)).execute(),
+      q
+        .selectAll()
+        .orderBy('updated_at', 'desc')
+        .orderBy('id', 'desc')
+        .limit(page.limit)
+        .offset(offsetOf(page))
+        .execute(),
       q.select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow(),
     ]);
     return { rows, total: Number(count.n) };
@@ -96,10 +157,23 @@ export class ConversationsRepository {
     await this.db.insertInto('notes').values(row).execute();
   }
 
-  async listNotes(accountId: string, conversationId: string, page: PageRequest): Promise<{ rows: NoteRow[]; total: number }> {
-    const q = this.db.selectFrom('notes').where('account_id', '=', accountId).where('conversation_id', '=', conversationId);
+  async listNotes(
+    accountId: string,
+    conversationId: string,
+    page: PageRequest,
+  ): Promise<{ rows: NoteRow[]; total: number }> {
+    const q = this.db
+      .selectFrom('notes')
+      .where('account_id', '=', accountId)
+      .where('conversation_id', '=', conversationId);
     const [rows, count] = await Promise.all([
-      q.selectAll().orderBy('created_at').orderBy('id').limit(page.limit).offset(offsetOf(page)).execute(),
+      q
+        .selectAll()
+        .orderBy('created_at')
+        .orderBy('id')
+        .limit(page.limit)
+        .offset(offsetOf(page))
+        .execute(),
       q.select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow(),
     ]);
     return { rows, total: Number(count.n) };

@@ -3,36 +3,94 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { pageRequest } from '../http/pagination.js';
 import { IdParams, Page, errorResponses } from '../http/schemas.js';
 import type { ConversationsService } from './conversations.service.js';
-import { AssignBody, Conversation, CreateNoteBody, ListConversationsQuery, ListNotesQuery, Note } from './conversations.schema.js';
+import {
+  AssignBody,
+  Conversation,
+  CreateNoteBody,
+  ListConversationsQuery,
+  ListNotesQuery,
+  Note,
+} from './conversations.schema.js';
 
-export function conversationsRoutes(app: FastifyInstance, conversations: ConversationsService): void {
+export function conversationsRoutes(
+  app: FastifyInstance,
+  conversations: ConversationsService,
+): void {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
   const tags = ['Conversations'];
 
   r.get('/conversations', {
-    schema: { tags, operationId: 'listConversations', summary: 'List conversations, most recent activity first', querystring: ListConversationsQuery, response: { 200: Page(Conversation), ...errorResponses(422) } },
+    schema: {
+      tags,
+      operationId: 'listConversations',
+      summary: 'List conversations, most recent activity first',
+      querystring: ListConversationsQuery,
+      response: { 200: Page(Conversation), ...errorResponses(422) },
+    },
     handler: (req) =>
-      conversations.list(req.scope, { status: req.query.status ?? 'open', channel: req.query.channel, assignedTo: req.query.assigned_to }, pageRequest(req.query)),
+      conversations.list(
+        req.scope,
+        {
+          status: req.query.status ?? 'open',
+          channel: req.query.channel,
+          assignedTo: req.query.assigned_to,
+        },
+        pageRequest(req.query),
+      ),
   });
   r.get('/conversations/:id', {
-    schema: { tags, operationId: 'getConversation', summary: 'Get a conversation with its full message history', params: IdParams, response: { 200: Conversation, ...errorResponses(404) } },
+    schema: {
+      tags,
+      operationId: 'getConversation',
+      summary: 'Get a conversation with its full message history',
+      params: IdParams,
+      response: { 200: Conversation, ...errorResponses(404) },
+    },
     handler: (req) => conversations.get(req.scope, req.params.id),
   });
   r.post('/conversations/:id/assign', {
-    schema: { tags, operationId: 'assignConversation', summary: 'Assign to a user or a team (reopens a resolved conversation)', params: IdParams, body: AssignBody, response: { 200: Conversation, ...errorResponses(404, 422) } },
+    schema: {
+      tags,
+      operationId: 'assignConversation',
+      summary: 'Assign to a user or a team (reopens a resolved conversation)',
+      params: IdParams,
+      body: AssignBody,
+      response: { 200: Conversation, ...errorResponses(404, 422) },
+    },
     handler: (req) => conversations.assign(req.scope, req.params.id, req.body),
   });
   r.post('/conversations/:id/resolve', {
-    schema: { tags, operationId: 'resolveConversation', summary: 'Mark resolved', params: IdParams, response: { 200: Conversation, ...errorResponses(404) } },
+    schema: {
+      tags,
+      operationId: 'resolveConversation',
+      summary: 'Mark resolved',
+      params: IdParams,
+      response: { 200: Conversation, ...errorResponses(404) },
+    },
     handler: (req) => conversations.resolve(req.scope, req.params.id),
   });
   r.post('/conversations/:id/notes', {
     config: { successStatus: 201 },
-    schema: { tags, operationId: 'createNote', summary: 'Add an internal note (never sent to the contact)', params: IdParams, body: CreateNoteBody, response: { 201: Note, ...errorResponses(404, 422) } },
-    handler: async (req, reply) => reply.code(201).send(await conversations.addNote(req.scope, req.params.id, req.body.content)),
+    schema: {
+      tags,
+      operationId: 'createNote',
+      summary: 'Add an internal note (never sent to the contact)',
+      params: IdParams,
+      body: CreateNoteBody,
+      response: { 201: Note, ...errorResponses(404, 422) },
+    },
+    handler: async (req, reply) =>
+      reply.code(201).send(await conversations.addNote(req.scope, req.params.id, req.body.content)),
   });
   r.get('/conversations/:id/notes', {
-    schema: { tags, operationId: 'listNotes', summary: 'List internal notes, oldest first', params: IdParams, querystring: ListNotesQuery, response: { 200: Page(Note), ...errorResponses(404, 422) } },
+    schema: {
+      tags,
+      operationId: 'listNotes',
+      summary: 'List internal notes, oldest first',
+      params: IdParams,
+      querystring: ListNotesQuery,
+      response: { 200: Page(Note), ...errorResponses(404, 422) },
+    },
     handler: (req) => conversations.listNotes(req.scope, req.params.id, pageRequest(req.query)),
   });
 }

@@ -15,7 +15,9 @@ export const Conversation = Type.Object(
     channel: ChannelSchema,
     status: Type.Union([Type.Literal('open'), Type.Literal('resolved')]),
     assigned_to: Nullable(Assignee),
-    messages: Type.Array(Message, { description: 'Oldest first; complete on the single-conversation read, empty elsewhere.' }),
+    messages: Type.Array(Message, {
+      description: 'Oldest first; complete on the single-conversation read, empty elsewhere.',
+    }),
     created_at: Timestamp,
     updated_at: Timestamp,
   },
@@ -26,9 +28,15 @@ export type Conversation = Static<typeof Conversation>;
 export const ListConversationsQuery = Type.Object(
   {
     ...PageQuery,
-    status: Type.Optional(Type.Union([Type.Literal('open'), Type.Literal('resolved'), Type.Literal('all')], { default: 'open' })),
+    status: Type.Optional(
+      Type.Union([Type.Literal('open'), Type.Literal('resolved'), Type.Literal('all')], {
+        default: 'open',
+      }),
+    ),
     channel: Type.Optional(ChannelSchema),
-    assigned_to: Type.Optional(Type.String({ minLength: 1, description: 'A user id or a team id.' })),
+    assigned_to: Type.Optional(
+      Type.String({ minLength: 1, description: 'A user id or a team id.' }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -44,11 +52,19 @@ export const AssignBody = Type.Object(
 export type AssignBody = Static<typeof AssignBody>;
 
 export const Note = Type.Object(
-  { id: Type.String({ description: 'Prefixed `note_`.' }), conversation_id: Type.String(), content: Type.String(), created_at: Timestamp },
+  {
+    id: Type.String({ description: 'Prefixed `note_`.' }),
+    conversation_id: Type.String(),
+    content: Type.String(),
+    created_at: Timestamp,
+  },
   { $id: 'Note' },
 );
 export type Note = Static<typeof Note>;
 
-export const CreateNoteBody = Type.Object({ content: Type.String({ minLength: 1, maxLength: 10_000 }) }, { additionalProperties: false });
+export const CreateNoteBody = Type.Object(
+  { content: Type.String({ minLength: 1, maxLength: 10_000 }) },
+  { additionalProperties: false },
+);
 
 export const ListNotesQuery = Type.Object({ ...PageQuery }, { additionalProperties: false });

@@ -7,10 +7,20 @@ import { newId } from '../ids.js';
 import type { MessagesRepository } from '../messages/messages.repository.js';
 import { toMessage } from '../messages/messages.present.js';
 import type { UsersRepository } from '../users/users.repository.js';
-import type { ConversationFilter, ConversationRow, ConversationsRepository, NoteRow } from './conversations.repository.js';
+import type {
+  ConversationFilter,
+  ConversationRow,
+  ConversationsRepository,
+  NoteRow,
+} from './conversations.repository.js';
 import type { AssignBody, Conversation, Note } from './conversations.schema.js';
 
-const toNote = (r: NoteRow): Note => ({ id: r.id, conversation_id: r.conversation_id, content: r.content, created_at: r.created_at.toISOString() });
+const toNote = (r: NoteRow): Note => ({
+  id: r.id,
+  conversation_id: r.conversation_id,
+  content: r.content,
+  created_at: r.created_at.toISOString(),
+});
 
 export class ConversationsService {
   constructor(
@@ -44,7 +54,11 @@ export class ConversationsService {
     }));
   }
 
-  async list(scope: Scope, filter: ConversationFilter, page: PageRequest): Promise<PageResult<Conversation>> {
+  async list(
+    scope: Scope,
+    filter: ConversationFilter,
+    page: PageRequest,
+  ): Promise<PageResult<Conversation>> {
     const { rows, total } = await this.deps.conversations.list(scope.accountId, filter, page);
     return { data: await this.present(scope.accountId, rows), total, page: page.page };
   }
@@ -62,12 +76,18 @@ export class ConversationsService {
   /** Assigns to exactly one user or team; reopens a resolved conversation. */
   async assign(scope: Scope, id: string, body: AssignBody): Promise<Conversation> {
     if ((body.user_id === undefined) === (body.team_id === undefined)) {
-      throw new ValidationError(body.user_id === undefined ? 'user_id' : 'team_id', 'give exactly one of user_id and team_id');
+      throw new ValidationError(
+        body.user_id === undefined ? 'user_id' : 'team_id',
+        'give exactly one of user_id and team_id',
+      );
     }
     return this.deps.tx.run(scope, async (trx) => {
       const current = await this.deps.conversations.lock(trx, scope.accountId, id);
       if (!current) throw new NotFound('conversation', id);
-      const [type, assigneeId] = body.user_id !== undefined ? (['user', body.user_id] as const) : (['team', body.team_id!] as const);
+      const [type, assigneeId] =
+        body.user_id !== undefined
+          ? (['user', body.user_id] as const)
+          : (['team', body.team_id!] as const);
       const exists =
         type === 'user'
           ? await this.deps.users.findUser(scope.accountId, assigneeId, trx)
@@ -90,8 +110,12 @@ export class ConversationsService {
     return this.deps.tx.run(scope, async (trx) => {
       const current = await this.deps.conversations.lock(trx, scope.accountId, id);
       if (!current) throw new NotFound('conversation', id);
-      if (current.status === 'resolved') return (await this.present(scope.accountId, [current]))[0]!;
-      const row = await this.deps.conversations.update(trx, scope.accountId, id, { status: 'resolved', updated_at: this.deps.clock.now() });
+      if (current.status === 'resolved')
+        return (await this.present(scope.accountId, [current]))[0]!;
+      const row = await this.deps.conversations.update(trx, scope.accountId, id, {
+        status: 'resolved',
+        updated_at: this.deps.clock.now(),
+      });
       const [conversation] = await this.present(scope.accountId, [row]);
       await this.deps.outbox.record(trx, scope.accountId, 'conversation.resolved', conversation!);
       return conversation!;
@@ -100,15 +124,31 @@ export class ConversationsService {
 
   /** Notes are for the team only: never sent, never among the messages. */
   async addNote(scope: Scope, conversationId: string, content: string): Promise<Note> {
-    if (!(await this.deps.conversations.find(scope.accountId, conversationId))) throw new NotFound('conversation', conversationId);
-    const row: NoteRow = { account_id: scope.accountId, id: newId('note'), conversation_id: conversationId, content, created_at: this.deps.clock.now() };
+    if (!(await this.deps.conversations.find(scope.accountId, conversationId)))
+      throw new NotFound('conversation', conversationId);
+    const row: NoteRow = {
+      account_id: scope.accountId,
+      id: newId('note'),
+      conversation_id: conversationId,
+      content,
+      created_at: this.deps.clock.now(),
+    };
     await this.deps.conversations.insertNote(row);
     return toNote(row);
   }
 
-  async listNotes(scope: Scope, conversationId: string, page: PageRequest): Promise<PageResult<Note>> {
-    if (!(await this.deps.conversations.find(scope.accountId, conversationId))) throw new NotFound('conversation', conversationId);
-    const { rows, total } = await this.deps.conversations.listNotes(scope.accountId, conversationId, page);
+  async listNotes(
+    scope: Scope,
+    conversationId: string,
+    page: PageRequest,
+  ): Promise<PageResult<Note>> {
+    if (!(await this.deps.conversations.find(scope.accountId, conversationId)))
+      throw new NotFound('conversation', conversationId);
+    const { rows, total } = await this.deps.conversations.listNotes(
+      scope.accountId,
+      conversationId,
+      page,
+    );
     return { data: rows.map(toNote), total, page: page.page };
   }
 }

@@ -36,7 +36,9 @@ export class CacheFeed {
   private readonly pings = new Map<string, () => void>();
   private stopped = false;
 
-  constructor(private readonly opts: { url: string; log: Log; retryMs?: number; heartbeatMs?: number }) {}
+  constructor(
+    private readonly opts: { url: string; log: Log; retryMs?: number; heartbeatMs?: number },
+  ) {}
 
   subscribe(topic: string, cache: Invalidatable): void {
     this.topics.set(topic, cache);
@@ -121,11 +123,13 @@ export class CacheFeed {
         this.pings.delete(nonce);
         resolve();
       });
-      client.query('SELECT pg_notify($1, $2)', [CACHE_CHANNEL, `ping ${nonce}`]).catch((err: Error) => {
-        clearTimeout(deadline);
-        this.pings.delete(nonce);
-        reject(err);
-      });
+      client
+        .query('SELECT pg_notify($1, $2)', [CACHE_CHANNEL, `ping ${nonce}`])
+        .catch((err: Error) => {
+          clearTimeout(deadline);
+          this.pings.delete(nonce);
+          reject(err);
+        });
     });
   }
 
@@ -136,7 +140,10 @@ export class CacheFeed {
     this.heartbeat = null;
     this.setEnabled(false);
     if (this.stopped) return;
-    this.opts.log.warn({ err }, 'read caches off: the change feed connection was lost; reconnecting');
+    this.opts.log.warn(
+      { err },
+      'read caches off: the change feed connection was lost; reconnecting',
+    );
     void close(client);
     this.scheduleRetry();
   }
@@ -173,7 +180,9 @@ async function close(client: pg.Client): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   const cut = new Promise<void>((resolve) => {
     timer = setTimeout(() => {
-      (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
+      (
+        client as unknown as { connection?: { stream?: { destroy(): void } } }
+      ).connection?.stream?.destroy();
       resolve();
     }, CLOSE_MS);
     timer.unref();

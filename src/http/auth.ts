@@ -25,7 +25,10 @@ export function installApiAuth(
   app.decorateRequest('scope', null as unknown as Scope);
   app.addHook('onRequest', async (request: FastifyRequest, reply) => {
     const match = BEARER.exec(request.headers.authorization ?? '');
-    if (!match) throw new Unauthorized('missing or malformed Authorization header; expected "Bearer <API key>"');
+    if (!match)
+      throw new Unauthorized(
+        'missing or malformed Authorization header; expected "Bearer <API key>"',
+      );
     const owner = await deps.accounts.authenticate(match[1]!);
     if (!owner) throw new Unauthorized('API key is invalid or revoked');
     if (owner.plan === 'starter') {

@@ -17,10 +17,22 @@ function send(
 
 // Fastify's own client errors, by code: what the client did wrong, in our vocabulary.
 const FASTIFY_CLIENT_ERRORS: Record<string, { code: ErrorCode; message: string }> = {
-  FST_ERR_CTP_INVALID_JSON_BODY: { code: 'invalid_request', message: 'request body is not valid JSON' },
-  FST_ERR_CTP_EMPTY_JSON_BODY: { code: 'invalid_request', message: 'request body is empty but Content-Type is application/json' },
-  FST_ERR_CTP_INVALID_MEDIA_TYPE: { code: 'invalid_request', message: 'Content-Type must be application/json' },
-  FST_ERR_CTP_INVALID_CONTENT_LENGTH: { code: 'invalid_request', message: 'Content-Length does not match the body' },
+  FST_ERR_CTP_INVALID_JSON_BODY: {
+    code: 'invalid_request',
+    message: 'request body is not valid JSON',
+  },
+  FST_ERR_CTP_EMPTY_JSON_BODY: {
+    code: 'invalid_request',
+    message: 'request body is empty but Content-Type is application/json',
+  },
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: {
+    code: 'invalid_request',
+    message: 'Content-Type must be application/json',
+  },
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: {
+    code: 'invalid_request',
+    message: 'Content-Length does not match the body',
+  },
   FST_ERR_CTP_BODY_TOO_LARGE: { code: 'payload_too_large', message: 'request body exceeds 1 MiB' },
   FST_ERR_CTP_INVALID_TYPE: { code: 'invalid_request', message: 'Content-Type header is invalid' },
 };

@@ -57,11 +57,21 @@ export function installIdempotency(app: FastifyInstance, deps: { db: Db; clock: 
   const { db, clock } = deps;
   app.decorateRequest('idempotency', null);
 
-  async function claim(r: IdempotentRequest, requestHash: string, reply: FastifyReply): Promise<'proceed' | 'replayed'> {
+  async function claim(
+    r: IdempotentRequest,
+    requestHash: string,
+    reply: FastifyReply,
+  ): Promise<'proceed' | 'replayed'> {
     const now = clock.now();
     const inserted = await db
       .insertInto('idempotency_keys')
-      .values({ ...idOf(r), request_hash: requestHash, state: 'running', created_at: now, locked_at: now })
+      .values({
+        ...idOf(r),
+        request_hash: requestHash,
+        state: 'running',
+        created_at: now,
+        locked_at: now,
+      })
       .onConflict((oc) => oc.doNothing())
       .returning('key')
       .executeTakeFirst();
@@ -101,7 +111,11 @@ export function installIdempotency(app: FastifyInstance, deps: { db: Db; clock: 
       return 'replayed';
     }
     if (row.locked_at.getTime() > now.getTime() - STALE_LOCK_MS) {
-      throw new AppError('idempotency_error', 'a request with this Idempotency-Key is still in progress', 409);
+      throw new AppError(
+        'idempotency_error',
+        'a request with this Idempotency-Key is still in progress',
+        409,
+      );
     }
     const taken = await db
       .updateTable('idempotency_keys')
@@ -111,14 +125,23 @@ export function installIdempotency(app: FastifyInstance, deps: { db: Db; clock: 
       .where('locked_at', '=', row.locked_at)
       .executeTakeFirst();
     if (taken.numUpdatedRows === 0n) {
-      throw new AppError('idempotency_error', 'a request with this Idempotency-Key is still in progress', 409);
+      throw new AppError(
+        'idempotency_error',
+        'a request with this Idempotency-Key is still in progress',
+        409,
+      );
     }
     r.lockedAt = now;
     return 'proceed';
   }
 
   /** Records the response while this request still holds the key; false when it no longer does. */
-  async function complete(trx: Tx | Db, r: IdempotentRequest, status: number, body: string): Promise<boolean> {
+  async function complete(
+    trx: Tx | Db,
+    r: IdempotentRequest,
+    status: number,
+    body: string,
+  ): Promise<boolean> {
     const result = await trx
       .updateTable('idempotency_keys')
       .set({ state: 'completed', response_status: status, response_body: body })
@@ -148,7 +171,8 @@ export function installIdempotency(app: FastifyInstance, deps: { db: Db; clock: 
     // Only a request that holds the key may record its response: a refused one (other body,
     // still running) must not overwrite the record of the request that does.
     request.idempotency = r;
-    const successStatus = (request.routeOptions.config as { successStatus?: number }).successStatus ?? 200;
+    const successStatus =
+      (request.routeOptions.config as { successStatus?: number }).successStatus ?? 200;
     // The effect and the record of its response commit together; onSend then stores the exact bytes.
     request.scope = {
       ...request.scope,
@@ -156,7 +180,11 @@ export function installIdempotency(app: FastifyInstance, deps: { db: Db; clock: 
         if (r.committed) return;
         if (!(await complete(trx, r, successStatus, JSON.stringify(result)))) {
           // Taken over by a retry after STALE_LOCK_MS: this effect must not commit as well.
-          throw new AppError('idempotency_error', 'this Idempotency-Key was taken over by a retry of the request', 409);
+          throw new AppError(
+            'idempotency_error',
+            'this Idempotency-Key was taken over by a retry of the request',
+            409,
+          );
         }
         r.committed = true;
       },
@@ -187,11 +215,11 @@ export function installIdempotency(app: FastifyInstance, deps: { db: Db; clock: 
   app.addHook('onRoute', (route) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     if (!methods.includes('POST')) return;
-    const asList = <T>(hooks: T | T[] | undefined): T[] => (hooks === undefined ? [] : Array.isArray(hooks) ? hooks : [hooks]);
+    const asList = <T>(hooks: T | T[] | undefined): T[] =>
+      hooks === undefined ? [] : Array.isArray(hooks) ? hooks : [hooks];
     route.preValidation = [...asList(route.preValidation), preValidation];
     route.onSend = [...asList(route.onSend), onSend];
   });
-
 }
 
 /**
@@ -204,7 +232,9 @@ export async function pruneIdempotencyKeys(db: Db, now: Date, batchSize = 10_000
   for (;;) {
     const result = await sql`
       DELETE FROM idempotency_keys WHERE ctid IN (
-        SELECT ctid FROM idempotency_keys WHERE created_at <= ${cutoff} LIMIT ${batchSize})`.execute(db);
+        SELECT ctid FROM idempotency_keys WHERE created_at <= ${cutoff} LIMIT ${batchSize})`.execute(
+      db,
+    );
     const n = Number(result.numAffectedRows ?? 0n);
     deleted += n;
     if (n < batchSize) return deleted;
@@ -212,7 +242,10 @@ export async function pruneIdempotencyKeys(db: Db, now: Date, batchSize = 10_000
 }
 
 /** Prunes expired idempotency keys now and every `everyMs`; the returned function stops it. */
-export function schedulePruning(deps: { db: Db; clock: Clock; log: FastifyBaseLogger }, everyMs = 600_000): () => void {
+export function schedulePruning(
+  deps: { db: Db; clock: Clock; log: FastifyBaseLogger },
+  everyMs = 600_000,
+): () => void {
   const run = () =>
     pruneIdempotencyKeys(deps.db, deps.clock.now()).catch((err: unknown) =>
       deps.log.warn({ err }, 'pruning expired idempotency keys failed; next try in 10 minutes'),

@@ -15,7 +15,9 @@ export const ErrorBody = Type.Object(
 );
 
 export const PageQuery = {
-  page: Type.Optional(Type.Integer({ minimum: 1, default: 1, description: 'Page number, from 1.' })),
+  page: Type.Optional(
+    Type.Integer({ minimum: 1, default: 1, description: 'Page number, from 1.' }),
+  ),
   limit: Type.Optional(
     Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Page size, at most 100.' }),
   ),

@@ -42,7 +42,8 @@ function collapseAnyOf(errors: ErrorObject[]): ErrorObject[] {
     }
     const prefix = `${e.schemaPath}/`;
     const branches = out.filter((b) => b.schemaPath.startsWith(prefix));
-    for (let i = out.length - 1; i >= 0; i--) if (out[i]!.schemaPath.startsWith(prefix)) out.splice(i, 1);
+    for (let i = out.length - 1; i >= 0; i--)
+      if (out[i]!.schemaPath.startsWith(prefix)) out.splice(i, 1);
     const specific = branches.filter(
       (b) => b.instancePath !== e.instancePath || (b.keyword !== 'type' && b.keyword !== 'const'),
     );
@@ -50,8 +51,12 @@ function collapseAnyOf(errors: ErrorObject[]): ErrorObject[] {
       out.push(...specific);
       continue;
     }
-    const values = branches.filter((b) => b.keyword === 'const').map((b) => JSON.stringify((b.params as { allowedValue: unknown }).allowedValue));
-    const types = branches.filter((b) => b.keyword === 'type').map((b) => String((b.params as { type: string }).type));
+    const values = branches
+      .filter((b) => b.keyword === 'const')
+      .map((b) => JSON.stringify((b.params as { allowedValue: unknown }).allowedValue));
+    const types = branches
+      .filter((b) => b.keyword === 'type')
+      .map((b) => String((b.params as { type: string }).type));
     const allowed = [...values.map((v) => v.replace(/^"(.*)"$/, '$1')), ...types];
     const message =
       types.length === 0
@@ -75,7 +80,10 @@ export function describeValidation(errors: ErrorObject[], part: string | undefin
     switch (e.keyword) {
       case 'additionalProperties': {
         const name = String((e.params as { additionalProperty: string }).additionalProperty);
-        return { field: join(name), issue: `unknown ${where === 'query' ? 'query parameter' : 'field'}` };
+        return {
+          field: join(name),
+          issue: `unknown ${where === 'query' ? 'query parameter' : 'field'}`,
+        };
       }
       case 'required': {
         const name = String((e.params as { missingProperty: string }).missingProperty);
@@ -86,7 +94,10 @@ export function describeValidation(errors: ErrorObject[], part: string | undefin
         return { field: path || where, issue: `must be one of ${allowed.map(String).join(', ')}` };
       }
       case 'format':
-        return { field: path || where, issue: `must be a valid ${String((e.params as { format: string }).format)}` };
+        return {
+          field: path || where,
+          issue: `must be a valid ${String((e.params as { format: string }).format)}`,
+        };
       default:
         return { field: path || where, issue: e.message ?? 'is invalid' };
     }

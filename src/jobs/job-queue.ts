@@ -4,7 +4,12 @@ import { newId } from '../ids.js';
 
 /** Job kind → its payload: ids and a version, never copies of data. */
 export interface JobPayloads {
-  'sandbox.status': { v: 1; message_id: string; status: 'delivered' | 'read' | 'failed'; reason?: string };
+  'sandbox.status': {
+    v: 1;
+    message_id: string;
+    status: 'delivered' | 'read' | 'failed';
+    reason?: string;
+  };
   /** Starts a scheduled broadcast at its time, then sends it batch by batch. */
   'broadcast.send': { v: 1; broadcast_id: string };
 }
@@ -15,7 +20,10 @@ export class JobQueue {
   constructor(private readonly clock: Clock) {}
 
   /** Many jobs in one statement (a broadcast batch queues thousands). */
-  async enqueueMany(trx: Tx, jobs: { accountId: string; kind: JobKind; payload: JobPayloads[JobKind]; delayMs?: number }[]): Promise<void> {
+  async enqueueMany(
+    trx: Tx,
+    jobs: { accountId: string; kind: JobKind; payload: JobPayloads[JobKind]; delayMs?: number }[],
+  ): Promise<void> {
     if (jobs.length === 0) return;
     const now = this.clock.now();
     await trx

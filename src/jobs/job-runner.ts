@@ -96,7 +96,12 @@ export class JobRunner {
     const claimed = await this.claim(this.opts.clock.now(), free);
     for (const job of claimed) {
       const task = this.execute(job)
-        .catch((err: unknown) => this.opts.log.error({ err, job: { id: job.id, kind: job.kind } }, 'job bookkeeping failed'))
+        .catch((err: unknown) =>
+          this.opts.log.error(
+            { err, job: { id: job.id, kind: job.kind } },
+            'job bookkeeping failed',
+          ),
+        )
         .finally(() => {
           this.inFlight.delete(task);
           this.loop.signal();
@@ -110,7 +115,13 @@ export class JobRunner {
     const kinds = [...this.handlers.keys()];
     if (kinds.length === 0) return [];
     const lease = new Date(now.getTime() + this.leaseMs);
-    const rows = await sql<{ account_id: string; id: string; kind: JobKind; payload: unknown; attempts: number }>`
+    const rows = await sql<{
+      account_id: string;
+      id: string;
+      kind: JobKind;
+      payload: unknown;
+      attempts: number;
+    }>`
       UPDATE jobs SET locked_until = ${lease}, attempts = jobs.attempts + 1
       FROM (
         SELECT account_id, id FROM jobs
@@ -121,7 +132,9 @@ export class JobRunner {
         FOR UPDATE SKIP LOCKED
       ) due
       WHERE jobs.account_id = due.account_id AND jobs.id = due.id
-      RETURNING jobs.account_id, jobs.id, jobs.kind, jobs.payload, jobs.attempts`.execute(this.opts.db);
+      RETURNING jobs.account_id, jobs.id, jobs.kind, jobs.payload, jobs.attempts`.execute(
+      this.opts.db,
+    );
     return rows.rows.map((r) => {
       const job: ClaimedJob = {
         accountId: r.account_id,
@@ -144,19 +157,31 @@ export class JobRunner {
     } catch (err) {
       const delay = handler.retryDelaysMs[job.attempts - 1];
       if (delay === undefined) {
-        this.opts.log.error({ err, job: { id: job.id, kind: job.kind } }, 'job failed for the last time; dropped');
+        this.opts.log.error(
+          { err, job: { id: job.id, kind: job.kind } },
+          'job failed for the last time; dropped',
+        );
         await this.finish(job);
         return;
       }
       this.opts.log.warn({ err, job: { id: job.id, kind: job.kind } }, 'job failed; will retry');
-      outcome = { status: 'retry', afterMs: delay, error: err instanceof Error ? err.message : String(err) };
+      outcome = {
+        status: 'retry',
+        afterMs: delay,
+        error: err instanceof Error ? err.message : String(err),
+      };
     }
     if (outcome.status === 'done') {
       await this.finish(job);
     } else if (outcome.status === 'continue') {
       await this.opts.db
         .updateTable('jobs')
-        .set({ run_at: new Date(this.opts.clock.now().getTime() + outcome.afterMs), locked_until: null, attempts: 0, last_error: null })
+        .set({
+          run_at: new Date(this.opts.clock.now().getTime() + outcome.afterMs),
+          locked_until: null,
+          attempts: 0,
+          last_error: null,
+        })
         .where('account_id', '=', job.accountId)
         .where('id', '=', job.id)
         .where('locked_until', '=', this.leases.get(job)!)

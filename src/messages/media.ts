@@ -20,20 +20,38 @@ export function mediaFetcher(opts: { allowPrivate: boolean }): MediaFetcher {
   return async (url, kind) => {
     let res;
     try {
-      res = await guardedFetch({ url, timeoutMs: MEDIA_TIMEOUT_MS, maxBytes: MEDIA_MAX_BYTES, maxRedirects: 3, allowPrivate: opts.allowPrivate });
+      res = await guardedFetch({
+        url,
+        timeoutMs: MEDIA_TIMEOUT_MS,
+        maxBytes: MEDIA_MAX_BYTES,
+        maxRedirects: 3,
+        allowPrivate: opts.allowPrivate,
+      });
     } catch (err) {
       const reason = err instanceof OutboundError ? err.message : 'could not be fetched';
       throw new ValidationError('media_url', `could not be fetched: ${reason}`);
     }
     if (res.status < 200 || res.status >= 300) {
-      throw new ValidationError('media_url', `could not be fetched: the server answered ${res.status}`);
+      throw new ValidationError(
+        'media_url',
+        `could not be fetched: the server answered ${res.status}`,
+      );
     }
-    const contentType = String(res.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+    const contentType = String(res.headers['content-type'] ?? '')
+      .split(';')[0]!
+      .trim()
+      .toLowerCase();
     if (kind === 'image' && !contentType.startsWith('image/')) {
-      throw new ValidationError('media_url', `is not an image (Content-Type ${contentType || 'missing'})`);
+      throw new ValidationError(
+        'media_url',
+        `is not an image (Content-Type ${contentType || 'missing'})`,
+      );
     }
     if (kind === 'document' && (contentType === '' || contentType === 'text/html')) {
-      throw new ValidationError('media_url', `is not a document (Content-Type ${contentType || 'missing'})`);
+      throw new ValidationError(
+        'media_url',
+        `is not a document (Content-Type ${contentType || 'missing'})`,
+      );
     }
     if (res.body.length === 0) throw new ValidationError('media_url', 'is empty');
     // The message keeps the URL the client gave, even when a redirect served the file.

@@ -18,8 +18,17 @@ export class MessagesRepository {
     if (rows.length > 0) await trx.insertInto('messages').values(rows).execute();
   }
 
-  async find(accountId: string, id: string, trx: Tx | Db = this.db): Promise<MessageRow | undefined> {
-    return trx.selectFrom('messages').selectAll().where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
+  async find(
+    accountId: string,
+    id: string,
+    trx: Tx | Db = this.db,
+  ): Promise<MessageRow | undefined> {
+    return trx
+      .selectFrom('messages')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .where('id', '=', id)
+      .executeTakeFirst();
   }
 
   async listForConversation(accountId: string, conversationId: string): Promise<MessageRow[]> {

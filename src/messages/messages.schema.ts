@@ -2,9 +2,20 @@ import { Type, type Static } from 'typebox';
 import { CHANNELS } from '../channels/channel.js';
 import { Nullable, Timestamp } from '../http/schemas.js';
 
-export const ChannelSchema = Type.Enum(CHANNELS, { description: 'whatsapp, instagram, messenger or webchat.' });
-const MessageTypeSchema = Type.Union([Type.Literal('text'), Type.Literal('template'), Type.Literal('image'), Type.Literal('document')]);
-const HttpsUrl = Type.String({ maxLength: 2048, pattern: '^https://', description: 'An https:// URL.' });
+export const ChannelSchema = Type.Enum(CHANNELS, {
+  description: 'whatsapp, instagram, messenger or webchat.',
+});
+const MessageTypeSchema = Type.Union([
+  Type.Literal('text'),
+  Type.Literal('template'),
+  Type.Literal('image'),
+  Type.Literal('document'),
+]);
+const HttpsUrl = Type.String({
+  maxLength: 2048,
+  pattern: '^https://',
+  description: 'An https:// URL.',
+});
 
 export const Message = Type.Object(
   {
@@ -14,10 +25,20 @@ export const Message = Type.Object(
     type: MessageTypeSchema,
     content: Nullable(Type.String()),
     media_url: Nullable(Type.String()),
-    status: Type.Union([Type.Literal('sent'), Type.Literal('delivered'), Type.Literal('read'), Type.Literal('failed')], {
-      description: 'Delivery status of an outbound message; inbound messages are `delivered`.',
-    }),
-    failure_reason: Nullable(Type.String({ description: 'Why delivery failed, when status is `failed`.' })),
+    status: Type.Union(
+      [
+        Type.Literal('sent'),
+        Type.Literal('delivered'),
+        Type.Literal('read'),
+        Type.Literal('failed'),
+      ],
+      {
+        description: 'Delivery status of an outbound message; inbound messages are `delivered`.',
+      },
+    ),
+    failure_reason: Nullable(
+      Type.String({ description: 'Why delivery failed, when status is `failed`.' }),
+    ),
     created_at: Timestamp,
   },
   { $id: 'Message' },
@@ -29,10 +50,30 @@ export const SendMessageBody = Type.Object(
     contact_id: Type.String({ minLength: 1 }),
     channel: ChannelSchema,
     type: MessageTypeSchema,
-    content: Type.Optional(Type.String({ minLength: 1, maxLength: 4096, description: 'Text; required for `text`, an optional caption for `image` and `document`.' })),
-    template_name: Type.Optional(Type.String({ minLength: 1, maxLength: 512, description: 'Required for `template`: an approved template.' })),
-    template_params: Type.Optional(Type.Array(Type.String({ maxLength: 1024 }), { maxItems: 50, description: 'Values for {{1}}…{{n}}, in order.' })),
-    media_url: Type.Optional({ ...HttpsUrl, description: 'Required for `image` and `document`; fetched at send time.' }),
+    content: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 4096,
+        description: 'Text; required for `text`, an optional caption for `image` and `document`.',
+      }),
+    ),
+    template_name: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 512,
+        description: 'Required for `template`: an approved template.',
+      }),
+    ),
+    template_params: Type.Optional(
+      Type.Array(Type.String({ maxLength: 1024 }), {
+        maxItems: 50,
+        description: 'Values for {{1}}…{{n}}, in order.',
+      }),
+    ),
+    media_url: Type.Optional({
+      ...HttpsUrl,
+      description: 'Required for `image` and `document`; fetched at send time.',
+    }),
   },
   { additionalProperties: false },
 );
@@ -41,7 +82,12 @@ export type SendMessageBody = Static<typeof SendMessageBody>;
 export const SandboxInboundBody = Type.Object(
   {
     channel: ChannelSchema,
-    phone: Type.Optional(Type.String({ maxLength: 32, description: 'The sender; an unknown phone creates the contact. Give this or contact_id.' })),
+    phone: Type.Optional(
+      Type.String({
+        maxLength: 32,
+        description: 'The sender; an unknown phone creates the contact. Give this or contact_id.',
+      }),
+    ),
     contact_id: Type.Optional(Type.String({ minLength: 1 })),
     type: Type.Union([Type.Literal('text'), Type.Literal('image'), Type.Literal('document')]),
     content: Type.Optional(Type.String({ minLength: 1, maxLength: 4096 })),
@@ -52,7 +98,10 @@ export const SandboxInboundBody = Type.Object(
 export type SandboxInboundBody = Static<typeof SandboxInboundBody>;
 
 export const SandboxStatusBody = Type.Object(
-  { status: Type.Union([Type.Literal('delivered'), Type.Literal('read'), Type.Literal('failed')]), reason: Type.Optional(Type.String({ maxLength: 500 })) },
+  {
+    status: Type.Union([Type.Literal('delivered'), Type.Literal('read'), Type.Literal('failed')]),
+    reason: Type.Optional(Type.String({ maxLength: 500 })),
+  },
   { additionalProperties: false },
 );
 export type SandboxStatusBody = Static<typeof SandboxStatusBody>;

@@ -36,10 +36,12 @@ function outsideWindow(channel: Channel): AppError {
 /** What may accompany each message type: a field outside its type is a mistake worth reporting. */
 function checkFields(body: SendMessageBody): void {
   const require = (field: keyof SendMessageBody) => {
-    if (body[field] === undefined) throw new ValidationError(field, `is required when type is ${body.type}`);
+    if (body[field] === undefined)
+      throw new ValidationError(field, `is required when type is ${body.type}`);
   };
   const forbid = (field: keyof SendMessageBody) => {
-    if (body[field] !== undefined) throw new ValidationError(field, `is not allowed when type is ${body.type}`);
+    if (body[field] !== undefined)
+      throw new ValidationError(field, `is not allowed when type is ${body.type}`);
   };
   switch (body.type) {
     case 'text':
@@ -90,7 +92,12 @@ export class MessagesService {
     return this.deps.tx.run(scope, async (trx) => {
       const content =
         body.type === 'template'
-          ? await this.deps.templates.renderApproved(trx, scope.accountId, body.template_name!, body.template_params ?? [])
+          ? await this.deps.templates.renderApproved(
+              trx,
+              scope.accountId,
+              body.template_name!,
+              body.template_params ?? [],
+            )
           : (body.content ?? null);
       const [result] = await this.sendBatch(trx, scope.accountId, {
         channel: body.channel,
@@ -136,11 +143,18 @@ export class MessagesService {
       ? await this.deps.conversations.lockExisting(trx, accountId, contactIds, batch.channel)
       : await this.deps.conversations.openMany(trx, accountId, contactIds, batch.channel, now);
     const results: SendResult[] = [];
-    const accepted: { recipient: { contactId: string; phone: string }; conversationId: string; messageId: string }[] = [];
+    const accepted: {
+      recipient: { contactId: string; phone: string };
+      conversationId: string;
+      messageId: string;
+    }[] = [];
     for (const recipient of batch.recipients) {
       const conversation = conversations.get(recipient.contactId);
       const last = conversation?.last_inbound_at;
-      if (!conversation || (windowed && (!last || now.getTime() - last.getTime() >= CUSTOMER_WINDOW_MS))) {
+      if (
+        !conversation ||
+        (windowed && (!last || now.getTime() - last.getTime() >= CUSTOMER_WINDOW_MS))
+      ) {
         results.push({ contactId: recipient.contactId, error: outsideWindow(batch.channel) });
         continue;
       }
@@ -180,7 +194,13 @@ export class MessagesService {
     }));
     await this.deps.messages.insertMany(trx, rows);
     // Sending is activity and reopens a resolved conversation (openMany did so already).
-    if (windowed) await this.deps.conversations.touchOpen(trx, accountId, [...new Set(accepted.map((a) => a.conversationId))], now);
+    if (windowed)
+      await this.deps.conversations.touchOpen(
+        trx,
+        accountId,
+        [...new Set(accepted.map((a) => a.conversationId))],
+        now,
+      );
     const byContact = new Map(rows.map((r, i) => [accepted[i]!.recipient.contactId, r]));
     for (const result of results) if (!result.error) result.row = byContact.get(result.contactId);
     return results;
@@ -188,15 +208,23 @@ export class MessagesService {
 
   /** An inbound message: contact and conversation found or created, the window opened, the event recorded. */
   async receive(scope: Scope, inbound: InboundMessage): Promise<Message> {
-    if (inbound.type === 'text' && inbound.content === null) throw new ValidationError('content', 'is required when type is text');
-    if (inbound.type !== 'text' && inbound.mediaUrl === null) throw new ValidationError('media_url', `is required when type is ${inbound.type}`);
+    if (inbound.type === 'text' && inbound.content === null)
+      throw new ValidationError('content', 'is required when type is text');
+    if (inbound.type !== 'text' && inbound.mediaUrl === null)
+      throw new ValidationError('media_url', `is required when type is ${inbound.type}`);
     return this.deps.tx.run(scope, async (trx) => {
       const contact =
         'contactId' in inbound.from
           ? await this.deps.contacts.getInTransaction(trx, scope.accountId, inbound.from.contactId)
           : await this.deps.contacts.findOrCreateByPhone(trx, scope.accountId, inbound.from.phone);
       const now = this.deps.clock.now();
-      const conversations = await this.deps.conversations.openMany(trx, scope.accountId, [contact.id], inbound.channel, now);
+      const conversations = await this.deps.conversations.openMany(
+        trx,
+        scope.accountId,
+        [contact.id],
+        inbound.channel,
+        now,
+      );
       const conversation = conversations.get(contact.id)!;
       const row: MessageRow = {
         account_id: scope.accountId,
@@ -215,9 +243,18 @@ export class MessagesService {
         updated_at: now,
       };
       await this.deps.messages.insertMany(trx, [row]);
-      await this.deps.conversations.update(trx, scope.accountId, conversation.id, { status: 'open', last_inbound_at: now, updated_at: now });
+      await this.deps.conversations.update(trx, scope.accountId, conversation.id, {
+        status: 'open',
+        last_inbound_at: now,
+        updated_at: now,
+      });
       // A reply to a broadcast counts once per contact and broadcast.
-      for (const broadcastId of await this.deps.broadcasts.markReplied(trx, scope.accountId, conversation.id, now)) {
+      for (const broadcastId of await this.deps.broadcasts.markReplied(
+        trx,
+        scope.accountId,
+        conversation.id,
+        now,
+      )) {
         await this.deps.broadcasts.addStats(trx, scope.accountId, broadcastId, { replied: 1 }, now);
       }
       const message = toMessage(row);
@@ -234,9 +271,17 @@ export class MessagesService {
     return this.deps.tx.run(scope, async (trx) => {
       const current = await this.deps.messages.find(scope.accountId, update.messageId, trx);
       if (!current) throw new NotFound('message', update.messageId);
-      if (current.direction !== 'outbound') throw new ValidationError('status', 'only outbound messages have a delivery status');
+      if (current.direction !== 'outbound')
+        throw new ValidationError('status', 'only outbound messages have a delivery status');
       const now = this.deps.clock.now();
-      const moved = await this.deps.messages.advanceStatus(trx, scope.accountId, update.messageId, update.status, update.reason ?? null, now);
+      const moved = await this.deps.messages.advanceStatus(
+        trx,
+        scope.accountId,
+        update.messageId,
+        update.status,
+        update.reason ?? null,
+        now,
+      );
       if (!moved) return toMessage(current);
       const message = toMessage(moved.row);
       if (moved.row.broadcast_id) {
@@ -246,15 +291,20 @@ export class MessagesService {
           scope.accountId,
           moved.row.broadcast_id,
           {
-            delivered: update.status === 'delivered' || (update.status === 'read' && moved.from === 'sent') ? 1 : 0,
+            delivered:
+              update.status === 'delivered' || (update.status === 'read' && moved.from === 'sent')
+                ? 1
+                : 0,
             read: update.status === 'read' ? 1 : 0,
             failed: update.status === 'failed' ? 1 : 0,
           },
           now,
         );
       }
-      if (update.status === 'delivered') await this.deps.outbox.record(trx, scope.accountId, 'message.delivered', message);
-      if (update.status === 'read') await this.deps.outbox.record(trx, scope.accountId, 'message.read', message);
+      if (update.status === 'delivered')
+        await this.deps.outbox.record(trx, scope.accountId, 'message.delivered', message);
+      if (update.status === 'read')
+        await this.deps.outbox.record(trx, scope.accountId, 'message.read', message);
       return message;
     });
   }

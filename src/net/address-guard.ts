@@ -13,7 +13,8 @@ export function isPrivateAddress(address: string): boolean {
     if (v6.isIPv4MappedAddress()) ip = v6.toIPv4Address();
     else {
       const range = v6.range();
-      if (range === 'rfc6052' || range === '6to4' || range === 'teredo' || range === 'rfc6145') return true;
+      if (range === 'rfc6052' || range === '6to4' || range === 'teredo' || range === 'rfc6145')
+        return true;
     }
   }
   return ip.range() !== 'unicast';

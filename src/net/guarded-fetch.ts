@@ -50,7 +50,10 @@ function guardedLookup(allowPrivate: boolean): LookupFunction {
       const list = addresses;
       const allowed = allowPrivate ? list : list.filter((a) => !isPrivateAddress(a.address));
       if (allowed.length === 0) {
-        const e = new OutboundError(`${hostname} resolves to a private or reserved address`, 'refused');
+        const e = new OutboundError(
+          `${hostname} resolves to a private or reserved address`,
+          'refused',
+        );
         return callback(e, '', 0);
       }
       if ((options as { all?: boolean }).all) return callback(null, allowed, 0);
@@ -66,8 +69,10 @@ function checkUrl(raw: string, allowPrivate: boolean): URL {
   } catch {
     throw new OutboundError('not a valid URL', 'refused');
   }
-  if (url.protocol !== 'https:') throw new OutboundError('only https:// URLs are allowed', 'refused');
-  if (url.username || url.password) throw new OutboundError('URLs with credentials are not allowed', 'refused');
+  if (url.protocol !== 'https:')
+    throw new OutboundError('only https:// URLs are allowed', 'refused');
+  if (url.username || url.password)
+    throw new OutboundError('URLs with credentials are not allowed', 'refused');
   const host = url.hostname.replace(/^\[|\]$/g, '');
   // An IP literal is connected to without a lookup, so it is checked here.
   if (net.isIP(host) && !allowPrivate && isPrivateAddress(host)) {
@@ -94,23 +99,35 @@ function once(req: GuardedRequest, url: URL): Promise<GuardedResponse> {
           if (req.discardBody) return;
           size += chunk.length;
           if (size > req.maxBytes) {
-            request.destroy(new OutboundError(`response is larger than ${req.maxBytes} bytes`, 'too_large'));
+            request.destroy(
+              new OutboundError(`response is larger than ${req.maxBytes} bytes`, 'too_large'),
+            );
             return;
           }
           chunks.push(chunk);
         });
         res.on('end', () =>
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks), url: url.href }),
+          resolve({
+            status: res.statusCode ?? 0,
+            headers: res.headers,
+            body: Buffer.concat(chunks),
+            url: url.href,
+          }),
         );
         res.on('error', reject);
       },
     );
     const deadline = setTimeout(
-      () => request.destroy(new OutboundError(`no complete response within ${req.timeoutMs} ms`, 'timeout')),
+      () =>
+        request.destroy(
+          new OutboundError(`no complete response within ${req.timeoutMs} ms`, 'timeout'),
+        ),
       req.timeoutMs,
     );
     request.on('close', () => clearTimeout(deadline));
-    request.on('timeout', () => request.destroy(new OutboundError(`no response within ${req.timeoutMs} ms`, 'timeout')));
+    request.on('timeout', () =>
+      request.destroy(new OutboundError(`no response within ${req.timeoutMs} ms`, 'timeout')),
+    );
     request.on('error', (err) =>
       reject(err instanceof OutboundError ? err : new OutboundError(err.message, 'network')),
     );

@@ -13,23 +13,51 @@ export class TemplatesRepository {
   }
 
   async find(accountId: string, id: string): Promise<TemplateRow | undefined> {
-    return this.db.selectFrom('templates').selectAll().where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
+    return this.db
+      .selectFrom('templates')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .where('id', '=', id)
+      .executeTakeFirst();
   }
 
-  async findByName(accountId: string, name: string, trx: Tx | Db = this.db): Promise<TemplateRow | undefined> {
-    return trx.selectFrom('templates').selectAll().where('account_id', '=', accountId).where('name', '=', name).executeTakeFirst();
+  async findByName(
+    accountId: string,
+    name: string,
+    trx: Tx | Db = this.db,
+  ): Promise<TemplateRow | undefined> {
+    return trx
+      .selectFrom('templates')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .where('name', '=', name)
+      .executeTakeFirst();
   }
 
-  async list(accountId: string, page: PageRequest): Promise<{ rows: TemplateRow[]; total: number }> {
+  async list(
+    accountId: string,
+    page: PageRequest,
+  ): Promise<{ rows: TemplateRow[]; total: number }> {
     const q = this.db.selectFrom('templates').where('account_id', '=', accountId);
     const [rows, count] = await Promise.all([
-      q.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(offsetOf(page)).execute(),
+      q
+        .selectAll()
+        .orderBy('created_at', 'desc')
+        .orderBy('id', 'desc')
+        .limit(page.limit)
+        .offset(offsetOf(page))
+        .execute(),
       q.select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow(),
     ]);
     return { rows, total: Number(count.n) };
   }
 
-  async setStatus(accountId: string, id: string, status: TemplateStatus, now: Date): Promise<TemplateRow | undefined> {
+  async setStatus(
+    accountId: string,
+    id: string,
+    status: TemplateStatus,
+    now: Date,
+  ): Promise<TemplateRow | undefined> {
     return this.db
       .updateTable('templates')
       .set({ status, updated_at: now })
@@ -40,7 +68,11 @@ export class TemplatesRepository {
   }
 
   async delete(accountId: string, id: string): Promise<boolean> {
-    const r = await this.db.deleteFrom('templates').where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
+    const r = await this.db
+      .deleteFrom('templates')
+      .where('account_id', '=', accountId)
+      .where('id', '=', id)
+      .executeTakeFirst();
     return r.numDeletedRows > 0n;
   }
 }

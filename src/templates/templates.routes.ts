@@ -11,19 +11,44 @@ export function templatesRoutes(app: FastifyInstance, templates: TemplatesServic
 
   r.post('/templates', {
     config: { successStatus: 201 },
-    schema: { tags, operationId: 'createTemplate', summary: 'Submit a message template (starts pending)', body: CreateTemplateBody, response: { 201: Template, ...errorResponses(409, 422) } },
-    handler: async (req, reply) => reply.code(201).send(await templates.create(req.scope, req.body)),
+    schema: {
+      tags,
+      operationId: 'createTemplate',
+      summary: 'Submit a message template (starts pending)',
+      body: CreateTemplateBody,
+      response: { 201: Template, ...errorResponses(409, 422) },
+    },
+    handler: async (req, reply) =>
+      reply.code(201).send(await templates.create(req.scope, req.body)),
   });
   r.get('/templates', {
-    schema: { tags, operationId: 'listTemplates', summary: 'List templates, newest first', querystring: ListTemplatesQuery, response: { 200: Page(Template), ...errorResponses(422) } },
+    schema: {
+      tags,
+      operationId: 'listTemplates',
+      summary: 'List templates, newest first',
+      querystring: ListTemplatesQuery,
+      response: { 200: Page(Template), ...errorResponses(422) },
+    },
     handler: (req) => templates.list(req.scope, pageRequest(req.query)),
   });
   r.get('/templates/:id', {
-    schema: { tags, operationId: 'getTemplate', summary: 'Get a template', params: IdParams, response: { 200: Template, ...errorResponses(404) } },
+    schema: {
+      tags,
+      operationId: 'getTemplate',
+      summary: 'Get a template',
+      params: IdParams,
+      response: { 200: Template, ...errorResponses(404) },
+    },
     handler: (req) => templates.get(req.scope, req.params.id),
   });
   r.delete('/templates/:id', {
-    schema: { tags, operationId: 'deleteTemplate', summary: 'Delete a template (its name is free again)', params: IdParams, response: { 200: Success, ...errorResponses(404) } },
+    schema: {
+      tags,
+      operationId: 'deleteTemplate',
+      summary: 'Delete a template (its name is free again)',
+      params: IdParams,
+      response: { 200: Success, ...errorResponses(404) },
+    },
     handler: (req) => templates.delete(req.scope, req.params.id),
   });
 }

@@ -20,10 +20,19 @@ export type Template = Static<typeof Template>;
 
 export const CreateTemplateBody = Type.Object(
   {
-    name: Type.String({ pattern: '^[a-z0-9_]{1,512}$', description: 'a-z, 0-9 and _; unique in the account.' }),
-    language: Type.Optional(Type.String({ pattern: '^[a-z]{2,3}(_[A-Z]{2})?$', description: 'Default `en`.' })),
+    name: Type.String({
+      pattern: '^[a-z0-9_]{1,512}$',
+      description: 'a-z, 0-9 and _; unique in the account.',
+    }),
+    language: Type.Optional(
+      Type.String({ pattern: '^[a-z]{2,3}(_[A-Z]{2})?$', description: 'Default `en`.' }),
+    ),
     category: Type.Optional(Type.Enum(TEMPLATE_CATEGORIES, { description: 'Default `utility`.' })),
-    body: Type.String({ minLength: 1, maxLength: 1024, description: 'Text with placeholders {{1}}, {{2}}, … numbered from 1 without gaps.' }),
+    body: Type.String({
+      minLength: 1,
+      maxLength: 1024,
+      description: 'Text with placeholders {{1}}, {{2}}, … numbered from 1 without gaps.',
+    }),
   },
   { additionalProperties: false },
 );

@@ -39,7 +39,8 @@ export class TemplatesService {
     try {
       await this.deps.templates.insert(row);
     } catch (err) {
-      if (isUniqueViolation(err, 'templates_name')) throw new Conflict(`a template named ${input.name} already exists`);
+      if (isUniqueViolation(err, 'templates_name'))
+        throw new Conflict(`a template named ${input.name} already exists`);
       throw err;
     }
     return toTemplate(row);
@@ -57,13 +58,19 @@ export class TemplatesService {
   }
 
   async delete(scope: Scope, id: string): Promise<{ success: true }> {
-    if (!(await this.deps.templates.delete(scope.accountId, id))) throw new NotFound('template', id);
+    if (!(await this.deps.templates.delete(scope.accountId, id)))
+      throw new NotFound('template', id);
     return { success: true };
   }
 
   /** The provider's verdict; in the sandbox it comes from the review endpoint. */
   async review(scope: Scope, id: string, status: 'approved' | 'rejected'): Promise<Template> {
-    const row = await this.deps.templates.setStatus(scope.accountId, id, status, this.deps.clock.now());
+    const row = await this.deps.templates.setStatus(
+      scope.accountId,
+      id,
+      status,
+      this.deps.clock.now(),
+    );
     if (!row) throw new NotFound('template', id);
     return toTemplate(row);
   }
@@ -83,9 +90,12 @@ export class TemplatesService {
     const row = await this.deps.templates.findByName(accountId, name, trx);
     if (!row) throw new NotFound('template', name);
     if (row.status !== 'approved') {
-      throw new AppError('validation_error', `${field}: template ${name} is ${row.status}, not approved`, 422, [
-        { field, issue: `template is ${row.status}, not approved` },
-      ]);
+      throw new AppError(
+        'validation_error',
+        `${field}: template ${name} is ${row.status}, not approved`,
+        422,
+        [{ field, issue: `template is ${row.status}, not approved` }],
+      );
     }
     return renderTemplate(row.body, params, fields.params);
   }

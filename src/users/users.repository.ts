@@ -13,21 +13,44 @@ export class UsersRepository {
     await this.db.insertInto('users').values(row).execute();
   }
 
-  async findUser(accountId: string, id: string, trx: Tx | Db = this.db): Promise<UserRow | undefined> {
-    return trx.selectFrom('users').selectAll().where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
+  async findUser(
+    accountId: string,
+    id: string,
+    trx: Tx | Db = this.db,
+  ): Promise<UserRow | undefined> {
+    return trx
+      .selectFrom('users')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .where('id', '=', id)
+      .executeTakeFirst();
   }
 
   /** The ids among `ids` that are users of the account. */
   async existingUserIds(accountId: string, ids: string[]): Promise<Set<string>> {
     if (ids.length === 0) return new Set();
-    const rows = await this.db.selectFrom('users').select('id').where('account_id', '=', accountId).where('id', 'in', ids).execute();
+    const rows = await this.db
+      .selectFrom('users')
+      .select('id')
+      .where('account_id', '=', accountId)
+      .where('id', 'in', ids)
+      .execute();
     return new Set(rows.map((r) => r.id));
   }
 
-  async listUsers(accountId: string, page: PageRequest): Promise<{ rows: UserRow[]; total: number }> {
+  async listUsers(
+    accountId: string,
+    page: PageRequest,
+  ): Promise<{ rows: UserRow[]; total: number }> {
     const q = this.db.selectFrom('users').where('account_id', '=', accountId);
     const [rows, count] = await Promise.all([
-      q.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(offsetOf(page)).execute(),
+      q
+        .selectAll()
+        .orderBy('created_at', 'desc')
+        .orderBy('id', 'desc')
+        .limit(page.limit)
+        .offset(offsetOf(page))
+        .execute(),
       q.select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow(),
     ]);
     return { rows, total: Number(count.n) };
@@ -37,25 +60,61 @@ export class UsersRepository {
     await this.db.insertInto('teams').values(row).execute();
   }
 
-  async findTeam(accountId: string, id: string, trx: Tx | Db = this.db): Promise<TeamRow | undefined> {
-    return trx.selectFrom('teams').selectAll().where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
+  async findTeam(
+    accountId: string,
+    id: string,
+    trx: Tx | Db = this.db,
+  ): Promise<TeamRow | undefined> {
+    return trx
+      .selectFrom('teams')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .where('id', '=', id)
+      .executeTakeFirst();
   }
 
-  async listTeams(accountId: string, page: PageRequest): Promise<{ rows: TeamRow[]; total: number }> {
+  async listTeams(
+    accountId: string,
+    page: PageRequest,
+  ): Promise<{ rows: TeamRow[]; total: number }> {
     const q = this.db.selectFrom('teams').where('account_id', '=', accountId);
     const [rows, count] = await Promise.all([
-      q.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(offsetOf(page)).execute(),
+      q
+        .selectAll()
+        .orderBy('created_at', 'desc')
+        .orderBy('id', 'desc')
+        .limit(page.limit)
+        .offset(offsetOf(page))
+        .execute(),
       q.select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow(),
     ]);
     return { rows, total: Number(count.n) };
   }
 
   /** Display names for assignees, by id, in one query per kind. */
-  async namesOf(accountId: string, userIds: string[], teamIds: string[]): Promise<Map<string, string>> {
+  async namesOf(
+    accountId: string,
+    userIds: string[],
+    teamIds: string[],
+  ): Promise<Map<string, string>> {
     const names = new Map<string, string>();
     const [users, teams] = await Promise.all([
-      userIds.length ? this.db.selectFrom('users').select(['id', 'name']).where('account_id', '=', accountId).where('id', 'in', userIds).execute() : [],
-      teamIds.length ? this.db.selectFrom('teams').select(['id', 'name']).where('account_id', '=', accountId).where('id', 'in', teamIds).execute() : [],
+      userIds.length
+        ? this.db
+            .selectFrom('users')
+            .select(['id', 'name'])
+            .where('account_id', '=', accountId)
+            .where('id', 'in', userIds)
+            .execute()
+        : [],
+      teamIds.length
+        ? this.db
+            .selectFrom('teams')
+            .select(['id', 'name'])
+            .where('account_id', '=', accountId)
+            .where('id', 'in', teamIds)
+            .execute()
+        : [],
     ]);
     for (const r of [...users, ...teams]) names.set(r.id, r.name);
     return names;

@@ -17,7 +17,12 @@ export const CreateUserBody = Type.Object(
 export type CreateUserBody = Static<typeof CreateUserBody>;
 
 export const Team = Type.Object(
-  { id: Type.String(), name: Type.String(), user_ids: Type.Array(Type.String()), created_at: Timestamp },
+  {
+    id: Type.String(),
+    name: Type.String(),
+    user_ids: Type.Array(Type.String()),
+    created_at: Timestamp,
+  },
   { $id: 'Team' },
 );
 export type Team = Static<typeof Team>;
@@ -25,7 +30,9 @@ export type Team = Static<typeof Team>;
 export const CreateTeamBody = Type.Object(
   {
     name: Type.String({ minLength: 1, maxLength: 255 }),
-    user_ids: Type.Optional(Type.Array(Type.String(), { maxItems: 500, description: 'Members; each must exist.' })),
+    user_ids: Type.Optional(
+      Type.Array(Type.String(), { maxItems: 500, description: 'Members; each must exist.' }),
+    ),
   },
   { additionalProperties: false },
 );

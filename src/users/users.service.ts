@@ -7,19 +7,36 @@ import { newId } from '../ids.js';
 import type { TeamRow, UserRow, UsersRepository } from './users.repository.js';
 import type { CreateTeamBody, CreateUserBody, Team, User } from './users.schema.js';
 
-const toUser = (r: UserRow): User => ({ id: r.id, name: r.name, email: r.email, created_at: r.created_at.toISOString() });
-const toTeam = (r: TeamRow): Team => ({ id: r.id, name: r.name, user_ids: r.user_ids, created_at: r.created_at.toISOString() });
+const toUser = (r: UserRow): User => ({
+  id: r.id,
+  name: r.name,
+  email: r.email,
+  created_at: r.created_at.toISOString(),
+});
+const toTeam = (r: TeamRow): Team => ({
+  id: r.id,
+  name: r.name,
+  user_ids: r.user_ids,
+  created_at: r.created_at.toISOString(),
+});
 
 /** Team members and teams: the assignees of conversations. */
 export class UsersService {
   constructor(private readonly deps: { users: UsersRepository; clock: Clock }) {}
 
   async createUser(scope: Scope, input: CreateUserBody): Promise<User> {
-    const row: UserRow = { account_id: scope.accountId, id: newId('usr'), name: input.name, email: input.email, created_at: this.deps.clock.now() };
+    const row: UserRow = {
+      account_id: scope.accountId,
+      id: newId('usr'),
+      name: input.name,
+      email: input.email,
+      created_at: this.deps.clock.now(),
+    };
     try {
       await this.deps.users.insertUser(row);
     } catch (err) {
-      if (isUniqueViolation(err, 'users_email')) throw new Conflict(`a user with email ${input.email} already exists`);
+      if (isUniqueViolation(err, 'users_email'))
+        throw new Conflict(`a user with email ${input.email} already exists`);
       throw err;
     }
     return toUser(row);
@@ -41,7 +58,13 @@ export class UsersService {
     const existing = await this.deps.users.existingUserIds(scope.accountId, userIds);
     const missing = userIds.find((id) => !existing.has(id));
     if (missing !== undefined) throw new NotFound('user', missing);
-    const row: TeamRow = { account_id: scope.accountId, id: newId('team'), name: input.name, user_ids: userIds, created_at: this.deps.clock.now() };
+    const row: TeamRow = {
+      account_id: scope.accountId,
+      id: newId('team'),
+      name: input.name,
+      user_ids: userIds,
+      created_at: this.deps.clock.now(),
+    };
     await this.deps.users.insertTeam(row);
     return toTeam(row);
   }

@@ -14,13 +14,33 @@ export function serviceSignature(secret: string, body: Buffer): string {
  * Standard Webhooks `webhook-signature`: `v1,` + base64 HMAC-SHA256 of `id.timestamp.body`,
  * keyed with the base64-decoded part of the secret after `whsec_`.
  */
-export function standardSignature(secret: string, messageId: string, timestampSeconds: number, body: Buffer): string {
+export function standardSignature(
+  secret: string,
+  messageId: string,
+  timestampSeconds: number,
+  body: Buffer,
+): string {
   const key = Buffer.from(secret.replace(/^whsec_/, ''), 'base64');
-  const mac = createHmac('sha256', key).update(`${messageId}.${timestampSeconds}.`).update(body).digest('base64');
+  const mac = createHmac('sha256', key)
+    .update(`${messageId}.${timestampSeconds}.`)
+    .update(body)
+    .digest('base64');
   return `v1,${mac}`;
 }
 
 /** The exact bytes sent (and signed) for an event; the same on every retry. */
-export function eventBody(event: { id: string; type: string; created_at: Date; data: unknown }): Buffer {
-  return Buffer.from(JSON.stringify({ id: event.id, event: event.type, timestamp: event.created_at.toISOString(), data: event.data }));
+export function eventBody(event: {
+  id: string;
+  type: string;
+  created_at: Date;
+  data: unknown;
+}): Buffer {
+  return Buffer.from(
+    JSON.stringify({
+      id: event.id,
+      event: event.type,
+      timestamp: event.created_at.toISOString(),
+      data: event.data,
+    }),
+  );
 }

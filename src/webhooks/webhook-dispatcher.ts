@@ -59,7 +59,13 @@ interface Attempt {
 
 type Outcome =
   | { kind: 'delivered'; statusCode: number }
-  | { kind: 'failed'; statusCode: number | null; error: string; retryAfterMs?: number; gone?: boolean };
+  | {
+      kind: 'failed';
+      statusCode: number | null;
+      error: string;
+      retryAfterMs?: number;
+      gone?: boolean;
+    };
 
 /**
  * Delivers queued webhook events: at least once, signed over the exact bytes sent, with the
@@ -73,7 +79,12 @@ export class WebhookDispatcher {
   private readonly pollIntervalMs: number;
   private readonly retentionMs: number;
   private readonly random: () => number;
-  private readonly agent = new https.Agent({ keepAlive: true, maxSockets: 64, maxFreeSockets: 64, timeout: 30_000 });
+  private readonly agent = new https.Agent({
+    keepAlive: true,
+    maxSockets: 64,
+    maxFreeSockets: 64,
+    timeout: 30_000,
+  });
   private readonly inFlight = new Map<string, number>();
   private readonly pending = new Set<Promise<void>>();
   private readonly loop: PollLoop;
@@ -98,7 +109,10 @@ export class WebhookDispatcher {
       if (attempts.length === 1) throw err;
       for (const attempt of attempts) {
         await this.writeAttempts(this.opts.db, [attempt]).catch((e: unknown) =>
-          this.opts.log.error({ err: e, webhook: attempt.d.webhook_id }, 'webhook delivery bookkeeping failed'),
+          this.opts.log.error(
+            { err: e, webhook: attempt.d.webhook_id },
+            'webhook delivery bookkeeping failed',
+          ),
         );
       }
     }
@@ -220,7 +234,12 @@ export class WebhookDispatcher {
         if (this.backlogged) this.loop.signal();
       };
       const task = this.deliver(claimed, releaseSlot)
-        .catch((err: unknown) => this.opts.log.error({ err, webhook: claimed.webhook_id }, 'webhook delivery bookkeeping failed'))
+        .catch((err: unknown) =>
+          this.opts.log.error(
+            { err, webhook: claimed.webhook_id },
+            'webhook delivery bookkeeping failed',
+          ),
+        )
         .finally(() => {
           releaseSlot();
           this.pending.delete(task);
@@ -241,7 +260,12 @@ export class WebhookDispatcher {
   }
 
   private async deliver(d: Claimed, answered: () => void): Promise<void> {
-    const body = eventBody({ id: d.event_id, type: d.type, created_at: new Date(d.created_at), data: d.data });
+    const body = eventBody({
+      id: d.event_id,
+      type: d.type,
+      created_at: new Date(d.created_at),
+      data: d.data,
+    });
     const started = this.opts.clock.now();
     const timestamp = Math.floor(started.getTime() / 1000);
     const t0 = performance.now();
@@ -268,17 +292,25 @@ export class WebhookDispatcher {
         allowPrivate: this.opts.allowPrivate,
         agent: this.agent,
       });
-      if (res.status >= 200 && res.status < 300) outcome = { kind: 'delivered', statusCode: res.status };
+      if (res.status >= 200 && res.status < 300)
+        outcome = { kind: 'delivered', statusCode: res.status };
       else
         outcome = {
           kind: 'failed',
           statusCode: res.status,
-          error: res.status >= 300 && res.status < 400 ? `redirect (${res.status}) not followed` : `HTTP ${res.status}`,
+          error:
+            res.status >= 300 && res.status < 400
+              ? `redirect (${res.status}) not followed`
+              : `HTTP ${res.status}`,
           retryAfterMs: parseRetryAfter(res.headers['retry-after'], started),
           gone: res.status === 410,
         };
     } catch (err) {
-      outcome = { kind: 'failed', statusCode: null, error: err instanceof OutboundError ? err.message : 'network error' };
+      outcome = {
+        kind: 'failed',
+        statusCode: null,
+        error: err instanceof OutboundError ? err.message : 'network error',
+      };
     }
     answered();
     await this.record(d, outcome, Math.round(performance.now() - t0));
@@ -289,7 +321,9 @@ export class WebhookDispatcher {
     let state: Attempt['state'] = 'delivered';
     let nextAttemptAt = now;
     if (outcome.kind === 'failed') {
-      const delay = outcome.gone ? undefined : nextRetryDelayMs(d.attempts, outcome.retryAfterMs, this.random);
+      const delay = outcome.gone
+        ? undefined
+        : nextRetryDelayMs(d.attempts, outcome.retryAfterMs, this.random);
       state = delay === undefined ? 'failed' : 'pending';
       if (delay !== undefined) nextAttemptAt = new Date(now.getTime() + delay);
     }
@@ -304,7 +338,16 @@ export class WebhookDispatcher {
       at: now,
     };
     if (outcome.kind === 'failed') {
-      this.opts.log.info({ webhook: d.webhook_id, event: d.event_id, attempt: d.attempts, status: outcome.statusCode, error: outcome.error }, 'webhook delivery failed');
+      this.opts.log.info(
+        {
+          webhook: d.webhook_id,
+          event: d.event_id,
+          attempt: d.attempts,
+          status: outcome.statusCode,
+          error: outcome.error,
+        },
+        'webhook delivery failed',
+      );
     }
     if (outcome.kind === 'failed' && outcome.gone) {
       await this.opts.db.transaction().execute(async (trx) => {
@@ -312,7 +355,11 @@ export class WebhookDispatcher {
         // 410 Gone: the receiver says this endpoint is no more.
         await trx
           .updateTable('webhooks')
-          .set({ status: 'disabled', disabled_reason: 'the receiver answered 410 Gone', updated_at: now })
+          .set({
+            status: 'disabled',
+            disabled_reason: 'the receiver answered 410 Gone',
+            updated_at: now,
+          })
           .where('account_id', '=', d.account_id)
           .where('id', '=', d.webhook_id)
           .execute();
@@ -371,7 +418,11 @@ export class WebhookDispatcher {
     if (now - this.lastPruneAt < 600_000) return;
     this.lastPruneAt = now;
     const before = new Date(now - this.retentionMs);
-    await this.opts.db.deleteFrom('webhook_deliveries').where('state', '<>', 'pending').where('updated_at', '<', before).execute();
+    await this.opts.db
+      .deleteFrom('webhook_deliveries')
+      .where('state', '<>', 'pending')
+      .where('updated_at', '<', before)
+      .execute();
     await this.opts.db.deleteFrom('webhook_attempts').where('created_at', '<', before).execute();
   }
 }

@@ -15,7 +15,11 @@ export class WebhooksRepository {
   }
 
   async count(trx: Tx, accountId: string): Promise<number> {
-    const r = await trx.selectFrom('webhooks').select((eb) => eb.fn.countAll<string>().as('n')).where('account_id', '=', accountId).executeTakeFirstOrThrow();
+    const r = await trx
+      .selectFrom('webhooks')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .where('account_id', '=', accountId)
+      .executeTakeFirstOrThrow();
     return Number(r.n);
   }
 
@@ -23,25 +27,63 @@ export class WebhooksRepository {
     await trx.insertInto('webhooks').values(row).execute();
   }
 
-  async find(accountId: string, id: string, trx: Tx | Db = this.db): Promise<WebhookRow | undefined> {
-    return trx.selectFrom('webhooks').selectAll().where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
+  async find(
+    accountId: string,
+    id: string,
+    trx: Tx | Db = this.db,
+  ): Promise<WebhookRow | undefined> {
+    return trx
+      .selectFrom('webhooks')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .where('id', '=', id)
+      .executeTakeFirst();
   }
 
   async listAll(accountId: string): Promise<WebhookRow[]> {
-    return this.db.selectFrom('webhooks').selectAll().where('account_id', '=', accountId).orderBy('created_at').orderBy('id').execute();
+    return this.db
+      .selectFrom('webhooks')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute();
   }
 
-  async update(trx: Tx, accountId: string, id: string, patch: Partial<Pick<WebhookRow, 'events' | 'status' | 'disabled_reason' | 'updated_at'>>): Promise<WebhookRow | undefined> {
-    return trx.updateTable('webhooks').set(patch).where('account_id', '=', accountId).where('id', '=', id).returningAll().executeTakeFirst();
+  async update(
+    trx: Tx,
+    accountId: string,
+    id: string,
+    patch: Partial<Pick<WebhookRow, 'events' | 'status' | 'disabled_reason' | 'updated_at'>>,
+  ): Promise<WebhookRow | undefined> {
+    return trx
+      .updateTable('webhooks')
+      .set(patch)
+      .where('account_id', '=', accountId)
+      .where('id', '=', id)
+      .returningAll()
+      .executeTakeFirst();
   }
 
   /** Removes the webhook with everything queued or logged for it: deliveries stop at once. */
   async delete(trx: Tx, accountId: string, id: string): Promise<boolean> {
-    const r = await trx.deleteFrom('webhooks').where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
+    const r = await trx
+      .deleteFrom('webhooks')
+      .where('account_id', '=', accountId)
+      .where('id', '=', id)
+      .executeTakeFirst();
     if (r.numDeletedRows === 0n) return false;
     await lockDeliveries(trx, accountId, id);
-    await trx.deleteFrom('webhook_deliveries').where('account_id', '=', accountId).where('webhook_id', '=', id).execute();
-    await trx.deleteFrom('webhook_attempts').where('account_id', '=', accountId).where('webhook_id', '=', id).execute();
+    await trx
+      .deleteFrom('webhook_deliveries')
+      .where('account_id', '=', accountId)
+      .where('webhook_id', '=', id)
+      .execute();
+    await trx
+      .deleteFrom('webhook_attempts')
+      .where('account_id', '=', accountId)
+      .where('webhook_id', '=', id)
+      .execute();
     return true;
   }
 
@@ -57,27 +99,58 @@ export class WebhooksRepository {
       .execute();
   }
 
-  async listAttempts(accountId: string, webhookId: string, page: PageRequest): Promise<{ rows: AttemptRow[]; total: number }> {
-    const q = this.db.selectFrom('webhook_attempts').where('account_id', '=', accountId).where('webhook_id', '=', webhookId);
+  async listAttempts(
+    accountId: string,
+    webhookId: string,
+    page: PageRequest,
+  ): Promise<{ rows: AttemptRow[]; total: number }> {
+    const q = this.db
+      .selectFrom('webhook_attempts')
+      .where('account_id', '=', accountId)
+      .where('webhook_id', '=', webhookId);
     const [rows, count] = await Promise.all([
-      q.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(offsetOf(page)).execute(),
+      q
+        .selectAll()
+        .orderBy('created_at', 'desc')
+        .orderBy('id', 'desc')
+        .limit(page.limit)
+        .offset(offsetOf(page))
+        .execute(),
       q.select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow(),
     ]);
     return { rows, total: Number(count.n) };
   }
 
-  async findAttempt(accountId: string, webhookId: string, id: string): Promise<AttemptRow | undefined> {
-    return this.db.selectFrom('webhook_attempts').selectAll().where('account_id', '=', accountId).where('webhook_id', '=', webhookId).where('id', '=', id).executeTakeFirst();
+  async findAttempt(
+    accountId: string,
+    webhookId: string,
+    id: string,
+  ): Promise<AttemptRow | undefined> {
+    return this.db
+      .selectFrom('webhook_attempts')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .where('webhook_id', '=', webhookId)
+      .where('id', '=', id)
+      .executeTakeFirst();
   }
 
   /** Queues (again) the delivery of an event to a webhook, due now; false when the event is gone. */
-  async requeue(trx: Tx, accountId: string, webhookId: string, eventId: string, now: Date): Promise<boolean> {
+  async requeue(
+    trx: Tx,
+    accountId: string,
+    webhookId: string,
+    eventId: string,
+    now: Date,
+  ): Promise<boolean> {
     const r = await sql`
       INSERT INTO webhook_deliveries (account_id, webhook_id, event_id, event_type, state, next_attempt_at, created_at, updated_at)
       SELECT account_id, ${webhookId}, id, type, 'pending', ${now}, ${now}, ${now}
       FROM events WHERE account_id = ${accountId} AND id = ${eventId}
       ON CONFLICT (account_id, webhook_id, event_id)
-      DO UPDATE SET state = 'pending', next_attempt_at = ${now}, locked_until = NULL, updated_at = ${now}`.execute(trx);
+      DO UPDATE SET state = 'pending', next_attempt_at = ${now}, locked_until = NULL, updated_at = ${now}`.execute(
+      trx,
+    );
     return (r.numAffectedRows ?? 0n) > 0n;
   }
 }

@@ -2,11 +2,23 @@ import { Type, type Static } from 'typebox';
 import { EVENT_TYPES } from '../events/event-types.js';
 import { Nullable, PageQuery, Timestamp } from '../http/schemas.js';
 
-const EventList = Type.Array(Type.Enum(EVENT_TYPES), { minItems: 1, uniqueItems: true, description: 'Event types to receive.' });
-const Status = Type.Enum(['active', 'disabled'] as const, { description: '`disabled` after a 410 Gone, or when set so.' });
+const EventList = Type.Array(Type.Enum(EVENT_TYPES), {
+  minItems: 1,
+  uniqueItems: true,
+  description: 'Event types to receive.',
+});
+const Status = Type.Enum(['active', 'disabled'] as const, {
+  description: '`disabled` after a 410 Gone, or when set so.',
+});
 
 export const Webhook = Type.Object(
-  { id: Type.String({ description: 'Prefixed `wh_`.' }), url: Type.String(), events: Type.Array(Type.String()), status: Status, created_at: Timestamp },
+  {
+    id: Type.String({ description: 'Prefixed `wh_`.' }),
+    url: Type.String(),
+    events: Type.Array(Type.String()),
+    status: Status,
+    created_at: Timestamp,
+  },
   { $id: 'Webhook' },
 );
 export type Webhook = Static<typeof Webhook>;
@@ -17,7 +29,9 @@ export const WebhookWithSecret = Type.Object(
     url: Type.String(),
     events: Type.Array(Type.String()),
     status: Status,
-    secret: Type.String({ description: 'Signing secret (`whsec_…`); shown only in this response.' }),
+    secret: Type.String({
+      description: 'Signing secret (`whsec_…`); shown only in this response.',
+    }),
     created_at: Timestamp,
   },
   { $id: 'WebhookWithSecret' },
@@ -25,14 +39,20 @@ export const WebhookWithSecret = Type.Object(
 export type WebhookWithSecret = Static<typeof WebhookWithSecret>;
 
 export const CreateWebhookBody = Type.Object(
-  { url: Type.String({ maxLength: 2048, description: 'An https:// URL without credentials.' }), events: EventList },
+  {
+    url: Type.String({ maxLength: 2048, description: 'An https:// URL without credentials.' }),
+    events: EventList,
+  },
   { additionalProperties: false },
 );
 export type CreateWebhookBody = Static<typeof CreateWebhookBody>;
 
 export const UpdateWebhookBody = Type.Object(
   { events: Type.Optional(EventList), status: Type.Optional(Status) },
-  { additionalProperties: false, description: 'Change the events, or re-enable (`status: active`) a disabled webhook.' },
+  {
+    additionalProperties: false,
+    description: 'Change the events, or re-enable (`status: active`) a disabled webhook.',
+  },
 );
 export type UpdateWebhookBody = Static<typeof UpdateWebhookBody>;
 

@@ -7,11 +7,23 @@ import { newId } from '../ids.js';
 import { isPrivateAddress } from '../net/address-guard.js';
 import { newWebhookSecret } from './signing.js';
 import type { AttemptRow, WebhookRow, WebhooksRepository } from './webhooks.repository.js';
-import type { CreateWebhookBody, DeliveryAttempt, UpdateWebhookBody, Webhook, WebhookWithSecret } from './webhooks.schema.js';
+import type {
+  CreateWebhookBody,
+  DeliveryAttempt,
+  UpdateWebhookBody,
+  Webhook,
+  WebhookWithSecret,
+} from './webhooks.schema.js';
 
 export const MAX_WEBHOOKS_PER_ACCOUNT = 20;
 
-const toWebhook = (r: WebhookRow): Webhook => ({ id: r.id, url: r.url, events: r.events, status: r.status, created_at: r.created_at.toISOString() });
+const toWebhook = (r: WebhookRow): Webhook => ({
+  id: r.id,
+  url: r.url,
+  events: r.events,
+  status: r.status,
+  created_at: r.created_at.toISOString(),
+});
 
 const toAttempt = (r: AttemptRow): DeliveryAttempt => ({
   id: r.id,
@@ -33,7 +45,8 @@ function checkUrl(raw: string, allowPrivate: boolean): string {
     throw new ValidationError('url', 'is not a valid URL');
   }
   if (url.protocol !== 'https:') throw new ValidationError('url', 'must start with https://');
-  if (url.username || url.password) throw new ValidationError('url', 'must not contain credentials');
+  if (url.username || url.password)
+    throw new ValidationError('url', 'must not contain credentials');
   const host = url.hostname.replace(/^\[|\]$/g, '');
   // `localhost.` (fully qualified) and `*.localhost` are loopback too (RFC 6761).
   const loopbackName = /(^|\.)localhost\.?$/.test(host);
@@ -44,16 +57,26 @@ function checkUrl(raw: string, allowPrivate: boolean): string {
 }
 
 export class WebhooksService {
-  constructor(private readonly deps: { tx: Transactor; webhooks: WebhooksRepository; clock: Clock; allowPrivate: boolean }) {}
+  constructor(
+    private readonly deps: {
+      tx: Transactor;
+      webhooks: WebhooksRepository;
+      clock: Clock;
+      allowPrivate: boolean;
+    },
+  ) {}
 
   async create(scope: Scope, input: CreateWebhookBody): Promise<WebhookWithSecret> {
     const url = checkUrl(input.url, this.deps.allowPrivate);
     return this.deps.tx.run(scope, async (trx) => {
       await this.deps.webhooks.lockAccount(trx, scope.accountId);
       if ((await this.deps.webhooks.count(trx, scope.accountId)) >= MAX_WEBHOOKS_PER_ACCOUNT) {
-        throw new AppError('validation_error', `an account can have at most ${MAX_WEBHOOKS_PER_ACCOUNT} webhooks`, 422, [
-          { field: 'url', issue: `at most ${MAX_WEBHOOKS_PER_ACCOUNT} webhooks per account` },
-        ]);
+        throw new AppError(
+          'validation_error',
+          `an account can have at most ${MAX_WEBHOOKS_PER_ACCOUNT} webhooks`,
+          422,
+          [{ field: 'url', issue: `at most ${MAX_WEBHOOKS_PER_ACCOUNT} webhooks per account` }],
+        );
       }
       const now = this.deps.clock.now();
       const row: WebhookRow = {
@@ -88,23 +111,34 @@ export class WebhooksService {
       const now = this.deps.clock.now();
       const row = await this.deps.webhooks.update(trx, scope.accountId, id, {
         ...(input.events ? { events: input.events } : {}),
-        ...(input.status ? { status: input.status, disabled_reason: input.status === 'disabled' ? 'disabled through the API' : null } : {}),
+        ...(input.status
+          ? {
+              status: input.status,
+              disabled_reason: input.status === 'disabled' ? 'disabled through the API' : null,
+            }
+          : {}),
         updated_at: now,
       });
       if (!row) throw new NotFound('webhook', id);
-      if (input.status === 'disabled') await this.deps.webhooks.failPending(trx, scope.accountId, id, now);
+      if (input.status === 'disabled')
+        await this.deps.webhooks.failPending(trx, scope.accountId, id, now);
       return toWebhook(row);
     });
   }
 
   async delete(scope: Scope, id: string): Promise<{ success: true }> {
     return this.deps.tx.run(scope, async (trx) => {
-      if (!(await this.deps.webhooks.delete(trx, scope.accountId, id))) throw new NotFound('webhook', id);
+      if (!(await this.deps.webhooks.delete(trx, scope.accountId, id)))
+        throw new NotFound('webhook', id);
       return { success: true as const };
     });
   }
 
-  async listAttempts(scope: Scope, webhookId: string, page: PageRequest): Promise<PageResult<DeliveryAttempt>> {
+  async listAttempts(
+    scope: Scope,
+    webhookId: string,
+    page: PageRequest,
+  ): Promise<PageResult<DeliveryAttempt>> {
     await this.get(scope, webhookId);
     const { rows, total } = await this.deps.webhooks.listAttempts(scope.accountId, webhookId, page);
     return { data: rows.map(toAttempt), total, page: page.page };
@@ -114,11 +148,20 @@ export class WebhooksService {
   async retry(scope: Scope, webhookId: string, attemptId: string): Promise<{ success: true }> {
     const webhook = await this.deps.webhooks.find(scope.accountId, webhookId);
     if (!webhook) throw new NotFound('webhook', webhookId);
-    if (webhook.status !== 'active') throw new Conflict('the webhook is disabled; re-enable it with PATCH first');
+    if (webhook.status !== 'active')
+      throw new Conflict('the webhook is disabled; re-enable it with PATCH first');
     const attempt = await this.deps.webhooks.findAttempt(scope.accountId, webhookId, attemptId);
     if (!attempt) throw new NotFound('delivery', attemptId);
     return this.deps.tx.run(scope, async (trx) => {
-      if (!(await this.deps.webhooks.requeue(trx, scope.accountId, webhookId, attempt.event_id, this.deps.clock.now()))) {
+      if (
+        !(await this.deps.webhooks.requeue(
+          trx,
+          scope.accountId,
+          webhookId,
+          attempt.event_id,
+          this.deps.clock.now(),
+        ))
+      ) {
         throw new NotFound('event', attempt.event_id);
       }
       return { success: true as const };

@@ -12,7 +12,10 @@ afterAll(() => t.close());
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
 
 function admin(opts: InjectOptions) {
-  return t.app.inject({ ...opts, headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(opts.headers ?? {}) } });
+  return t.app.inject({
+    ...opts,
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(opts.headers ?? {}) },
+  });
 }
 
 function expectError(res: LightMyRequestResponse, status: number, code: string) {
@@ -27,17 +30,31 @@ async function createAccount(payload: Record<string, unknown> = { name: 'Acme', 
 }
 
 async function createKey(accountId: string, payload?: object) {
-  const res = await admin({ method: 'POST', url: `/admin/accounts/${accountId}/api-keys`, payload });
+  const res = await admin({
+    method: 'POST',
+    url: `/admin/accounts/${accountId}/api-keys`,
+    payload,
+  });
   expect(res.statusCode, res.body).toBe(201);
   return res.json();
 }
 
 describe('POST /admin/accounts', () => {
   it('answers 201 with the account; rate_limit_per_minute is null by default', async () => {
-    const res = await admin({ method: 'POST', url: '/admin/accounts', payload: { name: 'Acme', plan: 'growth' } });
+    const res = await admin({
+      method: 'POST',
+      url: '/admin/accounts',
+      payload: { name: 'Acme', plan: 'growth' },
+    });
     expect(res.statusCode, res.body).toBe(201);
     const acc = res.json();
-    expect(Object.keys(acc).sort()).toEqual(['created_at', 'id', 'name', 'plan', 'rate_limit_per_minute']);
+    expect(Object.keys(acc).sort()).toEqual([
+      'created_at',
+      'id',
+      'name',
+      'plan',
+      'rate_limit_per_minute',
+    ]);
     expect(acc).toMatchObject({ name: 'Acme', plan: 'growth', rate_limit_per_minute: null });
     expect(acc.id).toMatch(/^acc_/);
     expect(acc.created_at).toMatch(ISO);
@@ -47,7 +64,10 @@ describe('POST /admin/accounts', () => {
     for (const plan of ['starter', 'growth', 'enterprise']) {
       expect((await createAccount({ name: plan, plan })).plan).toBe(plan);
     }
-    expect((await createAccount({ name: 'Custom', plan: 'growth', rate_limit_per_minute: 42 })).rate_limit_per_minute).toBe(42);
+    expect(
+      (await createAccount({ name: 'Custom', plan: 'growth', rate_limit_per_minute: 42 }))
+        .rate_limit_per_minute,
+    ).toBe(42);
   });
 
   it.each([
@@ -55,8 +75,16 @@ describe('POST /admin/accounts', () => {
     ['a missing plan', { name: 'X' }, 'plan'],
     ['a missing name', { plan: 'growth' }, 'name'],
     ['an empty name', { name: '', plan: 'growth' }, 'name'],
-    ['a zero rate limit', { name: 'X', plan: 'growth', rate_limit_per_minute: 0 }, 'rate_limit_per_minute'],
-    ['a fractional rate limit', { name: 'X', plan: 'growth', rate_limit_per_minute: 1.5 }, 'rate_limit_per_minute'],
+    [
+      'a zero rate limit',
+      { name: 'X', plan: 'growth', rate_limit_per_minute: 0 },
+      'rate_limit_per_minute',
+    ],
+    [
+      'a fractional rate limit',
+      { name: 'X', plan: 'growth', rate_limit_per_minute: 1.5 },
+      'rate_limit_per_minute',
+    ],
     ['an unknown field', { name: 'X', plan: 'growth', owner: 'me' }, 'owner'],
   ])('refuses %s with 422 validation_error', async (_label, payload, field) => {
     const res = await admin({ method: 'POST', url: '/admin/accounts', payload });
@@ -68,7 +96,11 @@ describe('POST /admin/accounts', () => {
 describe('PATCH /admin/accounts/{id}', () => {
   it('changes name, plan and rate limit, keeping what is omitted; null returns to the plan figure', async () => {
     const acc = await createAccount();
-    const renamed = await admin({ method: 'PATCH', url: `/admin/accounts/${acc.id}`, payload: { name: 'Renamed' } });
+    const renamed = await admin({
+      method: 'PATCH',
+      url: `/admin/accounts/${acc.id}`,
+      payload: { name: 'Renamed' },
+    });
     expect(renamed.statusCode, renamed.body).toBe(200);
     expect(renamed.json()).toEqual({ ...acc, name: 'Renamed' });
     const upgraded = await admin({
@@ -76,8 +108,17 @@ describe('PATCH /admin/accounts/{id}', () => {
       url: `/admin/accounts/${acc.id}`,
       payload: { plan: 'enterprise', rate_limit_per_minute: 900 },
     });
-    expect(upgraded.json()).toEqual({ ...acc, name: 'Renamed', plan: 'enterprise', rate_limit_per_minute: 900 });
-    const reset = await admin({ method: 'PATCH', url: `/admin/accounts/${acc.id}`, payload: { rate_limit_per_minute: null } });
+    expect(upgraded.json()).toEqual({
+      ...acc,
+      name: 'Renamed',
+      plan: 'enterprise',
+      rate_limit_per_minute: 900,
+    });
+    const reset = await admin({
+      method: 'PATCH',
+      url: `/admin/accounts/${acc.id}`,
+      payload: { rate_limit_per_minute: null },
+    });
     expect(reset.json()).toMatchObject({ plan: 'enterprise', rate_limit_per_minute: null });
     const got = await admin({ method: 'GET', url: `/admin/accounts/${acc.id}` });
     expect(got.statusCode).toBe(200);
@@ -86,7 +127,11 @@ describe('PATCH /admin/accounts/{id}', () => {
 
   it('refuses a bad plan with 422 and leaves the account unchanged', async () => {
     const acc = await createAccount();
-    expectError(await admin({ method: 'PATCH', url: `/admin/accounts/${acc.id}`, payload: { plan: 'free' } }), 422, 'validation_error');
+    expectError(
+      await admin({ method: 'PATCH', url: `/admin/accounts/${acc.id}`, payload: { plan: 'free' } }),
+      422,
+      'validation_error',
+    );
     expect((await admin({ method: 'GET', url: `/admin/accounts/${acc.id}` })).json()).toEqual(acc);
   });
 
@@ -96,7 +141,11 @@ describe('PATCH /admin/accounts/{id}', () => {
       404,
       'not_found',
     );
-    expectError(await admin({ method: 'GET', url: '/admin/accounts/acc_unknown' }), 404, 'not_found');
+    expectError(
+      await admin({ method: 'GET', url: '/admin/accounts/acc_unknown' }),
+      404,
+      'not_found',
+    );
   });
 });
 
@@ -110,7 +159,11 @@ describe('API keys', () => {
     expect(typeof key.api_key).toBe('string');
     expect(key.api_key.length).toBeGreaterThanOrEqual(32);
 
-    const rows = await t.db.selectFrom('api_keys').selectAll().where('account_id', '=', acc.id).execute();
+    const rows = await t.db
+      .selectFrom('api_keys')
+      .selectAll()
+      .where('account_id', '=', acc.id)
+      .execute();
     expect(rows).toHaveLength(1);
     expect(rows[0]!.key_hash).toBe(createHash('sha256').update(key.api_key).digest('hex'));
     // No column holds the key itself, or any large piece of it.
@@ -119,7 +172,11 @@ describe('API keys', () => {
     expect(stored).not.toContain(key.api_key.slice(-16));
 
     // The key works, and no read shows it again.
-    const use = await t.app.inject({ method: 'GET', url: '/v1/contacts', headers: { authorization: `Bearer ${key.api_key}` } });
+    const use = await t.app.inject({
+      method: 'GET',
+      url: '/v1/contacts',
+      headers: { authorization: `Bearer ${key.api_key}` },
+    });
     expect(use.statusCode).toBe(200);
     const account = await admin({ method: 'GET', url: `/admin/accounts/${acc.id}` });
     expect(account.body).not.toContain(key.api_key);
@@ -136,8 +193,16 @@ describe('API keys', () => {
   });
 
   it('answers 404 when issuing a key for an unknown account, and stores nothing', async () => {
-    expectError(await admin({ method: 'POST', url: '/admin/accounts/acc_unknown/api-keys', payload: {} }), 404, 'not_found');
-    const rows = await t.db.selectFrom('api_keys').select('id').where('account_id', '=', 'acc_unknown').execute();
+    expectError(
+      await admin({ method: 'POST', url: '/admin/accounts/acc_unknown/api-keys', payload: {} }),
+      404,
+      'not_found',
+    );
+    const rows = await t.db
+      .selectFrom('api_keys')
+      .select('id')
+      .where('account_id', '=', 'acc_unknown')
+      .execute();
     expect(rows).toHaveLength(0);
   });
 
@@ -147,14 +212,24 @@ describe('API keys', () => {
     const del = await admin({ method: 'DELETE', url: `/admin/api-keys/${key.id}` });
     expect(del.statusCode, del.body).toBe(200);
     expect(del.json()).toEqual({ success: true });
-    const use = await t.app.inject({ method: 'GET', url: '/v1/contacts', headers: { authorization: `Bearer ${key.api_key}` } });
+    const use = await t.app.inject({
+      method: 'GET',
+      url: '/v1/contacts',
+      headers: { authorization: `Bearer ${key.api_key}` },
+    });
     expectError(use, 401, 'unauthorized');
     // Revoking again is harmless.
-    expect((await admin({ method: 'DELETE', url: `/admin/api-keys/${key.id}` })).statusCode).toBe(200);
+    expect((await admin({ method: 'DELETE', url: `/admin/api-keys/${key.id}` })).statusCode).toBe(
+      200,
+    );
   });
 
   it('answers 404 when revoking an unknown key', async () => {
-    expectError(await admin({ method: 'DELETE', url: '/admin/api-keys/key_unknown' }), 404, 'not_found');
+    expectError(
+      await admin({ method: 'DELETE', url: '/admin/api-keys/key_unknown' }),
+      404,
+      'not_found',
+    );
   });
 });
 
@@ -184,15 +259,27 @@ describe('admin authentication', () => {
       ADMIN_TOKEN,
     ]) {
       for (const opts of paths) {
-        expectError(await t.app.inject({ ...opts, headers: { authorization } }), 401, 'unauthorized');
+        expectError(
+          await t.app.inject({ ...opts, headers: { authorization } }),
+          401,
+          'unauthorized',
+        );
       }
     }
-    const created = await t.db.selectFrom('accounts').select('id').where('name', '=', refusedName).execute();
+    const created = await t.db
+      .selectFrom('accounts')
+      .select('id')
+      .where('name', '=', refusedName)
+      .execute();
     expect(created).toHaveLength(0);
   });
 
   it('does not accept the admin token as an API key', async () => {
-    const res = await t.app.inject({ method: 'GET', url: '/v1/contacts', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    const res = await t.app.inject({
+      method: 'GET',
+      url: '/v1/contacts',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    });
     expectError(res, 401, 'unauthorized');
   });
 });
@@ -210,7 +297,11 @@ describe('admin API disabled', () => {
         { method: 'GET', url: '/admin' },
       ];
       for (const opts of requests) {
-        for (const headers of [{}, { authorization: `Bearer ${ADMIN_TOKEN}` }, { authorization: 'Bearer ' }]) {
+        for (const headers of [
+          {},
+          { authorization: `Bearer ${ADMIN_TOKEN}` },
+          { authorization: 'Bearer ' },
+        ]) {
           const res = await off.app.inject({ ...opts, headers });
           expectError(res, 404, 'not_found');
         }

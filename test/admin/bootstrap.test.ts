@@ -8,7 +8,9 @@ let apps: TestApp[] = [];
 
 beforeAll(async () => {
   database = await createPrivateDatabase();
-  apps = await Promise.all([1, 2, 3, 4].map(() => startTestApp({ databaseUrl: database.url, readCache: false })));
+  apps = await Promise.all(
+    [1, 2, 3, 4].map(() => startTestApp({ databaseUrl: database.url, readCache: false })),
+  );
 });
 
 afterAll(async () => {
@@ -18,7 +20,9 @@ afterAll(async () => {
 
 describe('the Default account of an empty store', () => {
   it('is created once, with its key, when several processes start together', async () => {
-    const results = await Promise.all(apps.map((a) => a.services.accounts.bootstrapDefaultAccount()));
+    const results = await Promise.all(
+      apps.map((a) => a.services.accounts.bootstrapDefaultAccount()),
+    );
     const created = results.filter((r) => r !== null);
     expect(created).toHaveLength(1);
     expect(created[0]!.account).toMatchObject({ name: 'Default', plan: 'growth' });

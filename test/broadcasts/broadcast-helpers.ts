@@ -4,7 +4,13 @@ import { expect, vi } from 'vitest';
 import type { AppConfig } from '../../src/app.js';
 import type { Db } from '../../src/db/database.js';
 import { JobRunner } from '../../src/jobs/job-runner.js';
-import { TestClock, randomPhone, startTestApp, type TestAccount, type TestApp } from '../helpers.js';
+import {
+  TestClock,
+  randomPhone,
+  startTestApp,
+  type TestAccount,
+  type TestApp,
+} from '../helpers.js';
 
 export { createPrivateDatabase } from '../helpers.js';
 
@@ -14,7 +20,12 @@ export function startAppOn(url: string, config: Partial<AppConfig> = {}): Promis
 }
 
 export function runnerOf(t: TestApp): JobRunner {
-  return new JobRunner({ db: t.db, clock: t.clock, log: t.app.log, handlers: t.services.jobHandlers });
+  return new JobRunner({
+    db: t.db,
+    clock: t.clock,
+    log: t.app.log,
+    handlers: t.services.jobHandlers,
+  });
 }
 
 /**
@@ -47,12 +58,21 @@ export function expectStatus(res: LightMyRequestResponse, status: number): void 
 }
 
 /** An error answer: its status, its code, and (when given) the field its details name. */
-export function expectError(res: LightMyRequestResponse, status: number, code: string, field?: string): void {
+export function expectError(
+  res: LightMyRequestResponse,
+  status: number,
+  code: string,
+  field?: string,
+): void {
   expectStatus(res, status);
   const error = res.json().error;
   expect(error.code, res.body).toBe(code);
   expect(typeof error.message).toBe('string');
-  if (field !== undefined) expect(error.details?.map((d: { field: string }) => d.field), res.body).toContain(field);
+  if (field !== undefined)
+    expect(
+      error.details?.map((d: { field: string }) => d.field),
+      res.body,
+    ).toContain(field);
 }
 
 export interface ContactJson {
@@ -61,24 +81,55 @@ export interface ContactJson {
   tags: string[];
 }
 
-export async function createContact(acc: TestAccount, body: { tags?: string[]; phone?: string } = {}): Promise<ContactJson> {
-  const res = await acc.call({ method: 'POST', url: '/v1/contacts', payload: { phone: body.phone ?? randomPhone(), ...(body.tags ? { tags: body.tags } : {}) } });
+export async function createContact(
+  acc: TestAccount,
+  body: { tags?: string[]; phone?: string } = {},
+): Promise<ContactJson> {
+  const res = await acc.call({
+    method: 'POST',
+    url: '/v1/contacts',
+    payload: { phone: body.phone ?? randomPhone(), ...(body.tags ? { tags: body.tags } : {}) },
+  });
   expectStatus(res, 201);
   return res.json();
 }
 
-export async function setStage(acc: TestAccount, contactId: string, stage: string | null): Promise<void> {
-  expectStatus(await acc.call({ method: 'POST', url: `/v1/contacts/${contactId}/lifecycle`, payload: { lifecycle_stage: stage } }), 200);
+export async function setStage(
+  acc: TestAccount,
+  contactId: string,
+  stage: string | null,
+): Promise<void> {
+  expectStatus(
+    await acc.call({
+      method: 'POST',
+      url: `/v1/contacts/${contactId}/lifecycle`,
+      payload: { lifecycle_stage: stage },
+    }),
+    200,
+  );
 }
 
 /** An inbound text from the contact on the channel (it opens the 24-hour window there). */
-export async function inbound(acc: TestAccount, contactId: string, channel: string, content = 'hello'): Promise<{ id: string; conversation_id: string }> {
-  const res = await acc.call({ method: 'POST', url: '/v1/sandbox/inbound', payload: { channel, contact_id: contactId, type: 'text', content } });
+export async function inbound(
+  acc: TestAccount,
+  contactId: string,
+  channel: string,
+  content = 'hello',
+): Promise<{ id: string; conversation_id: string }> {
+  const res = await acc.call({
+    method: 'POST',
+    url: '/v1/sandbox/inbound',
+    payload: { channel, contact_id: contactId, type: 'text', content },
+  });
   expectStatus(res, 201);
   return res.json();
 }
 
-export async function createTemplate(acc: TestAccount, body: string, review: 'approved' | 'rejected' | null): Promise<{ id: string; name: string }> {
+export async function createTemplate(
+  acc: TestAccount,
+  body: string,
+  review: 'approved' | 'rejected' | null,
+): Promise<{ id: string; name: string }> {
   const name = `tpl_${randomBytes(5).toString('hex')}`;
   const res = await acc.call({ method: 'POST', url: '/v1/templates', payload: { name, body } });
   expectStatus(res, 201);
@@ -86,12 +137,27 @@ export async function createTemplate(acc: TestAccount, body: string, review: 'ap
   return res.json();
 }
 
-export async function reviewTemplate(acc: TestAccount, id: string, status: 'approved' | 'rejected'): Promise<void> {
-  expectStatus(await acc.call({ method: 'POST', url: `/v1/sandbox/templates/${id}/review`, payload: { status } }), 200);
+export async function reviewTemplate(
+  acc: TestAccount,
+  id: string,
+  status: 'approved' | 'rejected',
+): Promise<void> {
+  expectStatus(
+    await acc.call({
+      method: 'POST',
+      url: `/v1/sandbox/templates/${id}/review`,
+      payload: { status },
+    }),
+    200,
+  );
 }
 
 export function postBroadcast(acc: TestAccount, payload: unknown): Promise<LightMyRequestResponse> {
-  return acc.call({ method: 'POST', url: '/v1/broadcasts', payload: payload as Record<string, unknown> });
+  return acc.call({
+    method: 'POST',
+    url: '/v1/broadcasts',
+    payload: payload as Record<string, unknown>,
+  });
 }
 
 export interface BroadcastJson {
@@ -109,7 +175,13 @@ export interface BroadcastJson {
 /** Creates a broadcast (expecting 201); defaults: webchat, a text message, sent now. */
 export async function createBroadcast(
   acc: TestAccount,
-  body: { audience: Record<string, unknown>; channel?: string; message?: Record<string, unknown>; scheduled_at?: string; name?: string },
+  body: {
+    audience: Record<string, unknown>;
+    channel?: string;
+    message?: Record<string, unknown>;
+    scheduled_at?: string;
+    name?: string;
+  },
 ): Promise<BroadcastJson> {
   const res = await postBroadcast(acc, {
     name: body.name ?? 'Broadcast',
@@ -142,15 +214,30 @@ export function recipientsOf(db: Db, accountId: string, broadcastId: string) {
 export function messagesOf(db: Db, accountId: string, broadcastId: string) {
   return db
     .selectFrom('messages as m')
-    .innerJoin('conversations as c', (j) => j.onRef('c.account_id', '=', 'm.account_id').onRef('c.id', '=', 'm.conversation_id'))
-    .select(['m.id', 'm.conversation_id', 'm.direction', 'm.type', 'm.content', 'm.status', 'c.contact_id', 'c.channel'])
+    .innerJoin('conversations as c', (j) =>
+      j.onRef('c.account_id', '=', 'm.account_id').onRef('c.id', '=', 'm.conversation_id'),
+    )
+    .select([
+      'm.id',
+      'm.conversation_id',
+      'm.direction',
+      'm.type',
+      'm.content',
+      'm.status',
+      'c.contact_id',
+      'c.channel',
+    ])
     .where('m.account_id', '=', accountId)
     .where('m.broadcast_id', '=', broadcastId)
     .orderBy('c.contact_id')
     .execute();
 }
 
-export async function completedEvents(db: Db, accountId: string, broadcastId: string): Promise<unknown[]> {
+export async function completedEvents(
+  db: Db,
+  accountId: string,
+  broadcastId: string,
+): Promise<unknown[]> {
   const rows = await db
     .selectFrom('events')
     .select(['data'])
@@ -162,7 +249,12 @@ export async function completedEvents(db: Db, accountId: string, broadcastId: st
 }
 
 export function jobsOf(db: Db, accountId: string) {
-  return db.selectFrom('jobs').select(['id', 'kind', 'payload', 'run_at', 'attempts', 'locked_until']).where('account_id', '=', accountId).orderBy('run_at').execute();
+  return db
+    .selectFrom('jobs')
+    .select(['id', 'kind', 'payload', 'run_at', 'attempts', 'locked_until'])
+    .where('account_id', '=', accountId)
+    .orderBy('run_at')
+    .execute();
 }
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

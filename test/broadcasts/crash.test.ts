@@ -4,7 +4,15 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { newId } from '../../src/ids.js';
 import { newAccount, type TestApp } from '../helpers.js';
-import { completedEvents, createBroadcast, createPrivateDatabase, getBroadcast, runnerOf, sleep, startAppOn } from './broadcast-helpers.js';
+import {
+  completedEvents,
+  createBroadcast,
+  createPrivateDatabase,
+  getBroadcast,
+  runnerOf,
+  sleep,
+  startAppOn,
+} from './broadcast-helpers.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const WORKER = fileURLToPath(new URL('./fixtures/worker.ts', import.meta.url));
@@ -45,96 +53,117 @@ function startWorker(): { child: ChildProcess; exited: Promise<void>; output: ()
   return { child, exited, output: () => output };
 }
 
-it(
-  'a worker killed with SIGKILL mid-broadcast loses no recipient and messages nobody twice (3,000 contacts)',
-  async () => {
-    const acc = await newAccount(t);
-    const now = t.clock.now();
-    const rows = Array.from({ length: CONTACTS }, (_, i) => ({
-      account_id: acc.accountId,
-      id: newId('con'),
-      phone: `+1415${String(2_000_000 + i).padStart(7, '0')}`,
-      tags: ['crash'],
-      custom_fields: '{}',
-      created_at: now,
-      updated_at: now,
-    }));
-    await t.db.insertInto('contacts').values(rows).execute();
-    // Strictly after the contacts, on the service's clock.
-    while (t.clock.now().getTime() <= now.getTime()) await sleep(1);
-    const b = await createBroadcast(acc, { audience: { tags: ['crash'] }, channel: 'webchat', message: { type: 'text', content: 'Crash test' } });
+it('a worker killed with SIGKILL mid-broadcast loses no recipient and messages nobody twice (3,000 contacts)', async () => {
+  const acc = await newAccount(t);
+  const now = t.clock.now();
+  const rows = Array.from({ length: CONTACTS }, (_, i) => ({
+    account_id: acc.accountId,
+    id: newId('con'),
+    phone: `+1415${String(2_000_000 + i).padStart(7, '0')}`,
+    tags: ['crash'],
+    custom_fields: '{}',
+    created_at: now,
+    updated_at: now,
+  }));
+  await t.db.insertInto('contacts').values(rows).execute();
+  // Strictly after the contacts, on the service's clock.
+  while (t.clock.now().getTime() <= now.getTime()) await sleep(1);
+  const b = await createBroadcast(acc, {
+    audience: { tags: ['crash'] },
+    channel: 'webchat',
+    message: { type: 'text', content: 'Crash test' },
+  });
 
-    const counts = async () => {
-      const r = await sql<{ recipients: string; messages: string }>`
+  const counts = async () => {
+    const r = await sql<{ recipients: string; messages: string }>`
         SELECT (SELECT count(*) FROM broadcast_recipients WHERE account_id = ${acc.accountId} AND broadcast_id = ${b.id}) AS recipients,
-               (SELECT count(*) FROM messages WHERE account_id = ${acc.accountId} AND broadcast_id = ${b.id}) AS messages`.execute(t.db);
-      return { recipients: Number(r.rows[0]!.recipients), messages: Number(r.rows[0]!.messages) };
-    };
+               (SELECT count(*) FROM messages WHERE account_id = ${acc.accountId} AND broadcast_id = ${b.id}) AS messages`.execute(
+      t.db,
+    );
+    return { recipients: Number(r.rows[0]!.recipients), messages: Number(r.rows[0]!.messages) };
+  };
 
-    const worker = startWorker();
-    try {
-      // Kill it as soon as some recipients are committed (bounded wait: the worker must start first).
-      const deadline = Date.now() + 30_000;
-      while ((await counts()).recipients === 0) {
-        if (worker.child.exitCode !== null) throw new Error(`the worker exited early:\n${worker.output()}`);
-        if (Date.now() > deadline) throw new Error(`the worker sent nothing in 30 s:\n${worker.output()}`);
-        await sleep(5);
-      }
+  const worker = startWorker();
+  try {
+    // Kill it as soon as some recipients are committed (bounded wait: the worker must start first).
+    const deadline = Date.now() + 30_000;
+    while ((await counts()).recipients === 0) {
+      if (worker.child.exitCode !== null)
+        throw new Error(`the worker exited early:\n${worker.output()}`);
+      if (Date.now() > deadline)
+        throw new Error(`the worker sent nothing in 30 s:\n${worker.output()}`);
+      await sleep(5);
+    }
+    worker.child.kill('SIGKILL');
+    await worker.exited;
+  } finally {
+    if (worker.child.exitCode === null && worker.child.signalCode === null) {
       worker.child.kill('SIGKILL');
       await worker.exited;
-    } finally {
-      if (worker.child.exitCode === null && worker.child.signalCode === null) {
-        worker.child.kill('SIGKILL');
-        await worker.exited;
-      }
     }
-    expect(worker.child.signalCode).toBe('SIGKILL');
+  }
+  expect(worker.child.signalCode).toBe('SIGKILL');
 
-    // The kill landed mid-broadcast, and every committed batch is whole.
-    const atKill = await counts();
-    expect(atKill.recipients).toBeGreaterThan(0);
-    expect(atKill.recipients).toBeLessThan(CONTACTS);
-    expect(atKill.messages).toBe(atKill.recipients);
-    const mid = await getBroadcast(acc, b.id);
-    expect(mid.status).toBe('sending');
-    expect(mid.stats.sent).toBe(atKill.messages);
+  // The kill landed mid-broadcast, and every committed batch is whole.
+  const atKill = await counts();
+  expect(atKill.recipients).toBeGreaterThan(0);
+  expect(atKill.recipients).toBeLessThan(CONTACTS);
+  expect(atKill.messages).toBe(atKill.recipients);
+  const mid = await getBroadcast(acc, b.id);
+  expect(mid.status).toBe('sending');
+  expect(mid.stats.sent).toBe(atKill.messages);
 
-    // The dead worker's claim holds until its lease (on real time) ends; then any runner takes over.
-    const job = await t.db.selectFrom('jobs').select(['locked_until']).where('account_id', '=', acc.accountId).executeTakeFirstOrThrow();
-    if (job.locked_until) await sleep(Math.min(Math.max(0, job.locked_until.getTime() - Date.now()) + 200, LEASE_MS + 500));
-    const runner = runnerOf(t); // t.clock is never advanced here: real time
-    for (let i = 0; i < 20 && (await getBroadcast(acc, b.id)).status === 'sending'; i++) await runner.drain();
+  // The dead worker's claim holds until its lease (on real time) ends; then any runner takes over.
+  const job = await t.db
+    .selectFrom('jobs')
+    .select(['locked_until'])
+    .where('account_id', '=', acc.accountId)
+    .executeTakeFirstOrThrow();
+  if (job.locked_until)
+    await sleep(
+      Math.min(Math.max(0, job.locked_until.getTime() - Date.now()) + 200, LEASE_MS + 500),
+    );
+  const runner = runnerOf(t); // t.clock is never advanced here: real time
+  for (let i = 0; i < 20 && (await getBroadcast(acc, b.id)).status === 'sending'; i++)
+    await runner.drain();
 
-    const done = await getBroadcast(acc, b.id);
-    expect(done).toMatchObject({ status: 'sent', stats: { sent: CONTACTS, delivered: 0, read: 0, replied: 0, failed: 0 } });
-    expect(await counts()).toEqual({ recipients: CONTACTS, messages: CONTACTS });
+  const done = await getBroadcast(acc, b.id);
+  expect(done).toMatchObject({
+    status: 'sent',
+    stats: { sent: CONTACTS, delivered: 0, read: 0, replied: 0, failed: 0 },
+  });
+  expect(await counts()).toEqual({ recipients: CONTACTS, messages: CONTACTS });
 
-    const recipients = await t.db
-      .selectFrom('broadcast_recipients')
-      .select(['contact_id', 'message_id', 'failure_reason'])
-      .where('account_id', '=', acc.accountId)
-      .where('broadcast_id', '=', b.id)
-      .execute();
-    expect(new Set(recipients.map((r) => r.contact_id))).toEqual(new Set(rows.map((r) => r.id)));
-    expect(recipients.filter((r) => r.message_id === null || r.failure_reason !== null)).toEqual([]);
+  const recipients = await t.db
+    .selectFrom('broadcast_recipients')
+    .select(['contact_id', 'message_id', 'failure_reason'])
+    .where('account_id', '=', acc.accountId)
+    .where('broadcast_id', '=', b.id)
+    .execute();
+  expect(new Set(recipients.map((r) => r.contact_id))).toEqual(new Set(rows.map((r) => r.id)));
+  expect(recipients.filter((r) => r.message_id === null || r.failure_reason !== null)).toEqual([]);
 
-    const messages = await t.db
-      .selectFrom('messages as m')
-      .innerJoin('conversations as c', (j) => j.onRef('c.account_id', '=', 'm.account_id').onRef('c.id', '=', 'm.conversation_id'))
-      .select(['m.id', 'c.contact_id'])
-      .where('m.account_id', '=', acc.accountId)
-      .where('m.broadcast_id', '=', b.id)
-      .execute();
-    expect(messages).toHaveLength(CONTACTS);
-    const perContact = new Map<string, number>();
-    for (const m of messages) perContact.set(m.contact_id, (perContact.get(m.contact_id) ?? 0) + 1);
-    expect([...perContact.entries()].filter(([, n]) => n > 1)).toEqual([]);
-    expect(perContact.size).toBe(CONTACTS);
-    expect(new Set(messages.map((m) => m.id))).toEqual(new Set(recipients.map((r) => r.message_id)));
+  const messages = await t.db
+    .selectFrom('messages as m')
+    .innerJoin('conversations as c', (j) =>
+      j.onRef('c.account_id', '=', 'm.account_id').onRef('c.id', '=', 'm.conversation_id'),
+    )
+    .select(['m.id', 'c.contact_id'])
+    .where('m.account_id', '=', acc.accountId)
+    .where('m.broadcast_id', '=', b.id)
+    .execute();
+  expect(messages).toHaveLength(CONTACTS);
+  const perContact = new Map<string, number>();
+  for (const m of messages) perContact.set(m.contact_id, (perContact.get(m.contact_id) ?? 0) + 1);
+  expect([...perContact.entries()].filter(([, n]) => n > 1)).toEqual([]);
+  expect(perContact.size).toBe(CONTACTS);
+  expect(new Set(messages.map((m) => m.id))).toEqual(new Set(recipients.map((r) => r.message_id)));
 
-    expect(await completedEvents(t.db, acc.accountId, b.id)).toEqual([done]);
-    const conversations = await t.db.selectFrom('conversations').select((eb) => eb.fn.countAll<string>().as('n')).where('account_id', '=', acc.accountId).executeTakeFirstOrThrow();
-    expect(Number(conversations.n)).toBe(CONTACTS);
-  },
-  60_000,
-);
+  expect(await completedEvents(t.db, acc.accountId, b.id)).toEqual([done]);
+  const conversations = await t.db
+    .selectFrom('conversations')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .where('account_id', '=', acc.accountId)
+    .executeTakeFirstOrThrow();
+  expect(Number(conversations.n)).toBe(CONTACTS);
+}, 60_000);

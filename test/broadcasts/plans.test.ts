@@ -40,7 +40,9 @@ afterAll(async () => {
 function literal(value: unknown): string {
   if (value === null) return 'NULL';
   if (Array.isArray(value)) {
-    const items = (value as (string | null)[]).map((v) => (v === null ? 'NULL' : `"${v.replace(/["\\]/g, '\\$&')}"`));
+    const items = (value as (string | null)[]).map((v) =>
+      v === null ? 'NULL' : `"${v.replace(/["\\]/g, '\\$&')}"`,
+    );
     return pg.escapeLiteral(`{${items.join(',')}}`);
   }
   if (typeof value === 'string') return pg.escapeLiteral(value);
@@ -53,7 +55,9 @@ async function genericPlan(query: CompiledQuery): Promise<string> {
     await sql`SET LOCAL plan_cache_mode = force_generic_plan`.execute(trx);
     await sql`PREPARE plan_probe AS ${sql.raw(query.sql)}`.execute(trx);
     const args = sql.raw(query.parameters.map(literal).join(', '));
-    const { rows } = await sql<{ 'QUERY PLAN': string }>`EXPLAIN EXECUTE plan_probe(${args})`.execute(trx);
+    const { rows } = await sql<{
+      'QUERY PLAN': string;
+    }>`EXPLAIN EXECUTE plan_probe(${args})`.execute(trx);
     await sql`DEALLOCATE plan_probe`.execute(trx);
     return rows.map((r) => r['QUERY PLAN']).join('\n');
   });
@@ -69,7 +73,12 @@ describe('fan-out statement plans on a table without statistics', () => {
     await db.transaction().execute((trx) =>
       new BroadcastsRepository(db).recordOutcomes(trx, 'acc_plan', 'bc_plan', [
         { ctid: '(0,1)', conversationId: 'conv_1', messageId: 'msg_1', failureReason: null },
-        { ctid: '(0,2)', conversationId: null, messageId: null, failureReason: 'outside the 24-hour window' },
+        {
+          ctid: '(0,2)',
+          conversationId: null,
+          messageId: null,
+          failureReason: 'outside the 24-hour window',
+        },
       ]),
     );
     const update = statements.find((q) => q.sql.includes('UPDATE broadcast_recipients'));
@@ -83,20 +92,37 @@ describe('fan-out statement plans on a table without statistics', () => {
 
   it('still updates only rows of the given account and broadcast', async () => {
     const { rows } = await sql<{ ctid: string; contact_id: string }>`
-      SELECT ctid::text AS ctid, contact_id FROM broadcast_recipients ORDER BY contact_id LIMIT 1`.execute(db);
+      SELECT ctid::text AS ctid, contact_id FROM broadcast_recipients ORDER BY contact_id LIMIT 1`.execute(
+      db,
+    );
     const target = rows[0]!;
     const repo = new BroadcastsRepository(db);
-    const outcome = { ctid: target.ctid, conversationId: null, messageId: null, failureReason: 'probe' };
+    const outcome = {
+      ctid: target.ctid,
+      conversationId: null,
+      messageId: null,
+      failureReason: 'probe',
+    };
 
-    await db.transaction().execute((trx) => repo.recordOutcomes(trx, 'acc_other', 'bc_plan', [outcome]));
-    await db.transaction().execute((trx) => repo.recordOutcomes(trx, 'acc_plan', 'bc_other', [outcome]));
+    await db
+      .transaction()
+      .execute((trx) => repo.recordOutcomes(trx, 'acc_other', 'bc_plan', [outcome]));
+    await db
+      .transaction()
+      .execute((trx) => repo.recordOutcomes(trx, 'acc_plan', 'bc_other', [outcome]));
     const untouched = await sql<{ failure_reason: string | null }>`
-      SELECT failure_reason FROM broadcast_recipients WHERE contact_id = ${target.contact_id}`.execute(db);
+      SELECT failure_reason FROM broadcast_recipients WHERE contact_id = ${target.contact_id}`.execute(
+      db,
+    );
     expect(untouched.rows[0]?.failure_reason).toBeNull();
 
-    await db.transaction().execute((trx) => repo.recordOutcomes(trx, 'acc_plan', 'bc_plan', [outcome]));
+    await db
+      .transaction()
+      .execute((trx) => repo.recordOutcomes(trx, 'acc_plan', 'bc_plan', [outcome]));
     const updated = await sql<{ failure_reason: string | null }>`
-      SELECT failure_reason FROM broadcast_recipients WHERE contact_id = ${target.contact_id}`.execute(db);
+      SELECT failure_reason FROM broadcast_recipients WHERE contact_id = ${target.contact_id}`.execute(
+      db,
+    );
     expect(updated.rows[0]?.failure_reason).toBe('probe');
   });
 });

@@ -46,7 +46,10 @@ async function drain(app: TestApp = t): Promise<number> {
 }
 
 /** Creates the broadcast, runs its jobs and returns it as GET shows it then. */
-async function sendNow(acc: TestAccount, body: Parameters<typeof createBroadcast>[1]): Promise<BroadcastJson> {
+async function sendNow(
+  acc: TestAccount,
+  body: Parameters<typeof createBroadcast>[1],
+): Promise<BroadcastJson> {
   const b = await createBroadcast(acc, body);
   await drain();
   return getBroadcast(acc, b.id);
@@ -62,8 +65,19 @@ async function messagedContactIds(acc: TestAccount, broadcastId: string): Promis
 
 const sorted = (ids: string[]) => [...ids].sort();
 
-async function setMessageStatus(acc: TestAccount, messageId: string, status: 'delivered' | 'read' | 'failed'): Promise<void> {
-  expectStatus(await acc.call({ method: 'POST', url: `/v1/sandbox/messages/${messageId}/status`, payload: { status } }), 200);
+async function setMessageStatus(
+  acc: TestAccount,
+  messageId: string,
+  status: 'delivered' | 'read' | 'failed',
+): Promise<void> {
+  expectStatus(
+    await acc.call({
+      method: 'POST',
+      url: `/v1/sandbox/messages/${messageId}/status`,
+      payload: { status },
+    }),
+    200,
+  );
 }
 
 describe('audience', () => {
@@ -115,7 +129,9 @@ describe('audience', () => {
     await setStage(acc, blueCustomer.id, 'customer');
     await setStage(acc, untaggedCustomer.id, 'customer');
 
-    const b = await sendNow(acc, { audience: { tags: ['red', 'blue'], lifecycle_stage: 'customer' } });
+    const b = await sendNow(acc, {
+      audience: { tags: ['red', 'blue'], lifecycle_stage: 'customer' },
+    });
     expect(b.stats.sent).toBe(2);
     expect(await messagedContactIds(acc, b.id)).toEqual(sorted([redCustomer.id, blueCustomer.id]));
   });
@@ -123,20 +139,31 @@ describe('audience', () => {
   it("audience.all: true selects every contact of the account, and no other account's", async () => {
     const acc = await newAccount(t);
     const other = await newAccount(t);
-    const mine = [await createContact(acc, { tags: ['a'] }), await createContact(acc), await createContact(acc, { tags: ['b'] })];
+    const mine = [
+      await createContact(acc, { tags: ['a'] }),
+      await createContact(acc),
+      await createContact(acc, { tags: ['b'] }),
+    ];
     await setStage(acc, mine[1]!.id, 'lead');
     await createContact(other, { tags: ['a'] });
 
     const b = await sendNow(acc, { audience: { all: true } });
     expect(b).toMatchObject({ status: 'sent', stats: { sent: 3, failed: 0 } });
     expect(await messagedContactIds(acc, b.id)).toEqual(sorted(mine.map((c) => c.id)));
-    const theirs = await t.db.selectFrom('messages').select('id').where('account_id', '=', other.accountId).execute();
+    const theirs = await t.db
+      .selectFrom('messages')
+      .select('id')
+      .where('account_id', '=', other.accountId)
+      .execute();
     expect(theirs).toEqual([]);
   });
 
   it('deleted contacts are not messaged', async () => {
     const acc = await newAccount(t);
-    const keep = [await createContact(acc, { tags: ['vip'] }), await createContact(acc, { tags: ['vip'] })];
+    const keep = [
+      await createContact(acc, { tags: ['vip'] }),
+      await createContact(acc, { tags: ['vip'] }),
+    ];
     const gone = await createContact(acc, { tags: ['vip'] });
     expectStatus(await acc.call({ method: 'DELETE', url: `/v1/contacts/${gone.id}` }), 200);
 
@@ -150,7 +177,11 @@ describe('audience', () => {
 
   it('contacts created after sending started are not included', async () => {
     const acc = await newAccount(t);
-    const before = [await createContact(acc, { tags: ['vip'] }), await createContact(acc, { tags: ['vip'] }), await createContact(acc, { tags: ['vip'] })];
+    const before = [
+      await createContact(acc, { tags: ['vip'] }),
+      await createContact(acc, { tags: ['vip'] }),
+      await createContact(acc, { tags: ['vip'] }),
+    ];
     const b = await createBroadcast(acc, { audience: { tags: ['vip'] } });
     const broadcasts = t.services.broadcasts;
 
@@ -162,12 +193,16 @@ describe('audience', () => {
     const lateAll = await createContact(acc);
 
     let steps = 0;
-    while ((await broadcasts.sendNextBatch(acc.accountId, b.id)) === 'more') expect(++steps).toBeLessThan(10);
+    while ((await broadcasts.sendNextBatch(acc.accountId, b.id)) === 'more')
+      expect(++steps).toBeLessThan(10);
     const ids = sorted(before.map((c) => c.id));
     expect(await recipientIds(acc, b.id)).toEqual(ids);
     expect(await messagedContactIds(acc, b.id)).toEqual(ids);
     expect(ids).not.toContain(late.id);
-    expect(await getBroadcast(acc, b.id)).toMatchObject({ status: 'sent', stats: { sent: 3, failed: 0 } });
+    expect(await getBroadcast(acc, b.id)).toMatchObject({
+      status: 'sent',
+      stats: { sent: 3, failed: 0 },
+    });
     await drain(); // its job finds it sent
     expect(await completedEvents(t.db, acc.accountId, b.id)).toHaveLength(1);
     expect(await recipientIds(acc, b.id)).toEqual(ids);
@@ -182,15 +217,27 @@ describe('audience', () => {
     const thaw = freezeClock(t.clock);
     try {
       const at = t.clock.now().getTime() + 10 * MINUTE;
-      const b = await createBroadcast(acc, { audience: { tags: ['vip'] }, scheduled_at: new Date(at).toISOString() });
+      const b = await createBroadcast(acc, {
+        audience: { tags: ['vip'] },
+        scheduled_at: new Date(at).toISOString(),
+      });
       t.clock.advance(5 * MINUTE);
       const meanwhile = await createContact(acc, { tags: ['vip'] });
       const retagged = await createContact(acc);
-      expectStatus(await acc.call({ method: 'PUT', url: `/v1/contacts/${retagged.id}`, payload: { tags: ['vip'] } }), 200);
+      expectStatus(
+        await acc.call({
+          method: 'PUT',
+          url: `/v1/contacts/${retagged.id}`,
+          payload: { tags: ['vip'] },
+        }),
+        200,
+      );
       t.clock.advance(5 * MINUTE);
       await drain();
       expect(await getBroadcast(acc, b.id)).toMatchObject({ status: 'sent', stats: { sent: 3 } });
-      expect(await messagedContactIds(acc, b.id)).toEqual(sorted([early.id, meanwhile.id, retagged.id]));
+      expect(await messagedContactIds(acc, b.id)).toEqual(
+        sorted([early.id, meanwhile.id, retagged.id]),
+      );
     } finally {
       thaw();
     }
@@ -202,7 +249,10 @@ describe('sending', () => {
     const acc = await newAccount(t);
     await createContact(acc, { tags: ['other'] });
     const b = await sendNow(acc, { audience: { tags: ['nobody-has-this'] } });
-    expect(b).toMatchObject({ status: 'sent', stats: { sent: 0, delivered: 0, read: 0, replied: 0, failed: 0 } });
+    expect(b).toMatchObject({
+      status: 'sent',
+      stats: { sent: 0, delivered: 0, read: 0, replied: 0, failed: 0 },
+    });
     expect(await completedEvents(t.db, acc.accountId, b.id)).toEqual([b]);
     expect(await recipientsOf(t.db, acc.accountId, b.id)).toEqual([]);
   });
@@ -214,13 +264,23 @@ describe('sending', () => {
     const fresh = await createContact(acc, { tags: ['vip'] });
     const resolvedConv = (await inbound(acc, resolvedOne.id, 'webchat', 'first')).conversation_id;
     const openConv = (await inbound(acc, openOne.id, 'webchat', 'hey')).conversation_id;
-    const otherChannelConv = (await inbound(acc, resolvedOne.id, 'whatsapp', 'on whatsapp')).conversation_id;
-    const resolved = await acc.call({ method: 'POST', url: `/v1/conversations/${resolvedConv}/resolve` });
+    const otherChannelConv = (await inbound(acc, resolvedOne.id, 'whatsapp', 'on whatsapp'))
+      .conversation_id;
+    const resolved = await acc.call({
+      method: 'POST',
+      url: `/v1/conversations/${resolvedConv}/resolve`,
+    });
     expect(resolved.json().status).toBe('resolved');
 
-    const b = await sendNow(acc, { audience: { tags: ['vip'] }, channel: 'webchat', message: { type: 'text', content: 'Sale today' } });
+    const b = await sendNow(acc, {
+      audience: { tags: ['vip'] },
+      channel: 'webchat',
+      message: { type: 'text', content: 'Sale today' },
+    });
     expect(b.stats.sent).toBe(3);
-    const byContact = new Map((await recipientsOf(t.db, acc.accountId, b.id)).map((r) => [r.contact_id, r]));
+    const byContact = new Map(
+      (await recipientsOf(t.db, acc.accountId, b.id)).map((r) => [r.contact_id, r]),
+    );
     expect(byContact.get(resolvedOne.id)!.conversation_id).toBe(resolvedConv);
     expect(byContact.get(openOne.id)!.conversation_id).toBe(openConv);
 
@@ -229,16 +289,32 @@ describe('sending', () => {
       expectStatus(res, 200);
       return res.json();
     };
-    const broadcastMessage = { direction: 'outbound', type: 'text', content: 'Sale today', status: 'sent' };
+    const broadcastMessage = {
+      direction: 'outbound',
+      type: 'text',
+      content: 'Sale today',
+      status: 'sent',
+    };
     const reopened = await conv(resolvedConv);
-    expect(reopened).toMatchObject({ contact_id: resolvedOne.id, channel: 'webchat', status: 'open' });
+    expect(reopened).toMatchObject({
+      contact_id: resolvedOne.id,
+      channel: 'webchat',
+      status: 'open',
+    });
     expect(reopened.messages).toHaveLength(2);
     expect(reopened.messages[0]).toMatchObject({ direction: 'inbound', content: 'first' });
-    expect(reopened.messages[1]).toMatchObject({ ...broadcastMessage, id: byContact.get(resolvedOne.id)!.message_id, conversation_id: resolvedConv });
+    expect(reopened.messages[1]).toMatchObject({
+      ...broadcastMessage,
+      id: byContact.get(resolvedOne.id)!.message_id,
+      conversation_id: resolvedConv,
+    });
 
     const kept = await conv(openConv);
     expect(kept.status).toBe('open');
-    expect(kept.messages.map((m: { direction: string }) => m.direction)).toEqual(['inbound', 'outbound']);
+    expect(kept.messages.map((m: { direction: string }) => m.direction)).toEqual([
+      'inbound',
+      'outbound',
+    ]);
     expect(kept.messages[1]).toMatchObject(broadcastMessage);
 
     const freshConvId = byContact.get(fresh.id)!.conversation_id!;
@@ -246,13 +322,20 @@ describe('sending', () => {
     const created = await conv(freshConvId);
     expect(created).toMatchObject({ contact_id: fresh.id, channel: 'webchat', status: 'open' });
     expect(created.messages).toHaveLength(1);
-    expect(created.messages[0]).toMatchObject({ ...broadcastMessage, id: byContact.get(fresh.id)!.message_id });
+    expect(created.messages[0]).toMatchObject({
+      ...broadcastMessage,
+      id: byContact.get(fresh.id)!.message_id,
+    });
 
     // The contact's conversation on another channel is untouched.
     const untouched = await conv(otherChannelConv);
     expect(untouched.messages.map((m: { direction: string }) => m.direction)).toEqual(['inbound']);
     // One conversation per (contact, channel): none was doubled.
-    const convs = await t.db.selectFrom('conversations').select(['contact_id', 'channel']).where('account_id', '=', acc.accountId).execute();
+    const convs = await t.db
+      .selectFrom('conversations')
+      .select(['contact_id', 'channel'])
+      .where('account_id', '=', acc.accountId)
+      .execute();
     expect(convs).toHaveLength(4);
   });
 
@@ -270,7 +353,14 @@ describe('sending', () => {
     expect(b).toMatchObject({ status: 'sent', stats: { sent: 2, failed: 0 } });
     const messages = await messagesOf(t.db, acc.accountId, b.id);
     expect(sorted(messages.map((m) => m.contact_id))).toEqual(sorted([inWindow.id, outside.id]));
-    for (const m of messages) expect(m).toMatchObject({ direction: 'outbound', type: 'template', content: 'Hi friend, use code SAVE10', status: 'sent', channel: 'whatsapp' });
+    for (const m of messages)
+      expect(m).toMatchObject({
+        direction: 'outbound',
+        type: 'template',
+        content: 'Hi friend, use code SAVE10',
+        status: 'sent',
+        channel: 'whatsapp',
+      });
   });
 
   it('on whatsapp a text broadcast fails recipients outside the 24-hour window (stats.failed, reason kept) and sends to those inside', async () => {
@@ -283,10 +373,19 @@ describe('sending', () => {
     await inbound(acc, inside.id, 'whatsapp', 'recent');
     await inbound(acc, never.id, 'webchat', 'on another channel'); // opens no whatsapp window
 
-    const b = await sendNow(acc, { audience: { tags: ['vip'] }, channel: 'whatsapp', message: { type: 'text', content: 'Flash sale' } });
-    expect(b).toMatchObject({ status: 'sent', stats: { sent: 1, delivered: 0, read: 0, replied: 0, failed: 2 } });
+    const b = await sendNow(acc, {
+      audience: { tags: ['vip'] },
+      channel: 'whatsapp',
+      message: { type: 'text', content: 'Flash sale' },
+    });
+    expect(b).toMatchObject({
+      status: 'sent',
+      stats: { sent: 1, delivered: 0, read: 0, replied: 0, failed: 2 },
+    });
     expect(await messagedContactIds(acc, b.id)).toEqual([inside.id]);
-    const byContact = new Map((await recipientsOf(t.db, acc.accountId, b.id)).map((r) => [r.contact_id, r]));
+    const byContact = new Map(
+      (await recipientsOf(t.db, acc.accountId, b.id)).map((r) => [r.contact_id, r]),
+    );
     expect([...byContact.keys()].sort()).toEqual(sorted([stale.id, never.id, inside.id]));
     for (const c of [stale, never]) {
       expect(byContact.get(c.id)!.message_id).toBeNull();
@@ -297,7 +396,9 @@ describe('sending', () => {
     // The stale contact's whatsapp conversation got no outbound message.
     const staleMessages = await t.db
       .selectFrom('messages as m')
-      .innerJoin('conversations as c', (j) => j.onRef('c.account_id', '=', 'm.account_id').onRef('c.id', '=', 'm.conversation_id'))
+      .innerJoin('conversations as c', (j) =>
+        j.onRef('c.account_id', '=', 'm.account_id').onRef('c.id', '=', 'm.conversation_id'),
+      )
       .select('m.direction')
       .where('m.account_id', '=', acc.accountId)
       .where('c.contact_id', '=', stale.id)
@@ -310,8 +411,15 @@ describe('sending', () => {
   it('when every recipient fails the broadcast ends failed, and broadcast.completed is still emitted', async () => {
     const acc = await newAccount(t);
     for (let i = 0; i < 3; i++) await createContact(acc, { tags: ['vip'] });
-    const b = await sendNow(acc, { audience: { tags: ['vip'] }, channel: 'whatsapp', message: { type: 'text', content: 'No window' } });
-    expect(b).toMatchObject({ status: 'failed', stats: { sent: 0, delivered: 0, read: 0, replied: 0, failed: 3 } });
+    const b = await sendNow(acc, {
+      audience: { tags: ['vip'] },
+      channel: 'whatsapp',
+      message: { type: 'text', content: 'No window' },
+    });
+    expect(b).toMatchObject({
+      status: 'failed',
+      stats: { sent: 0, delivered: 0, read: 0, replied: 0, failed: 3 },
+    });
     expect(await messagesOf(t.db, acc.accountId, b.id)).toEqual([]);
     expect(await completedEvents(t.db, acc.accountId, b.id)).toEqual([b]);
   });
@@ -323,15 +431,28 @@ describe('sending', () => {
     const rejectedTpl = await createTemplate(acc, 'Hello', 'approved');
     const deletedTpl = await createTemplate(acc, 'Hello', 'approved');
     const at = new Date(t.clock.now().getTime() + 6 * MINUTE).toISOString();
-    const rejected = await createBroadcast(acc, { audience: { tags: ['vip'] }, channel: 'whatsapp', message: { type: 'template', template_name: rejectedTpl.name }, scheduled_at: at });
-    const deleted = await createBroadcast(acc, { audience: { tags: ['vip'] }, channel: 'whatsapp', message: { type: 'template', template_name: deletedTpl.name }, scheduled_at: at });
+    const rejected = await createBroadcast(acc, {
+      audience: { tags: ['vip'] },
+      channel: 'whatsapp',
+      message: { type: 'template', template_name: rejectedTpl.name },
+      scheduled_at: at,
+    });
+    const deleted = await createBroadcast(acc, {
+      audience: { tags: ['vip'] },
+      channel: 'whatsapp',
+      message: { type: 'template', template_name: deletedTpl.name },
+      scheduled_at: at,
+    });
     await reviewTemplate(acc, rejectedTpl.id, 'rejected');
     expectStatus(await acc.call({ method: 'DELETE', url: `/v1/templates/${deletedTpl.id}` }), 200);
 
     t.clock.advance(6 * MINUTE + 1000);
     await drain();
     for (const b of [rejected, deleted]) {
-      expect(await getBroadcast(acc, b.id)).toMatchObject({ status: 'failed', stats: { sent: 0, delivered: 0, read: 0, replied: 0, failed: 0 } });
+      expect(await getBroadcast(acc, b.id)).toMatchObject({
+        status: 'failed',
+        stats: { sent: 0, delivered: 0, read: 0, replied: 0, failed: 0 },
+      });
       expect(await recipientsOf(t.db, acc.accountId, b.id)).toEqual([]);
       expect(await messagesOf(t.db, acc.accountId, b.id)).toEqual([]);
       expect(await completedEvents(t.db, acc.accountId, b.id)).toEqual([]);
@@ -354,7 +475,12 @@ describe('sending', () => {
     expect(await t.services.broadcasts.sendNextBatch(acc.accountId, b.id)).toBe('done');
     await drain();
     expect(await completedEvents(t.db, acc.accountId, b.id)).toEqual([done]);
-    const types = await t.db.selectFrom('events').select('type').where('account_id', '=', acc.accountId).where('type', '=', 'broadcast.completed').execute();
+    const types = await t.db
+      .selectFrom('events')
+      .select('type')
+      .where('account_id', '=', acc.accountId)
+      .where('type', '=', 'broadcast.completed')
+      .execute();
     expect(types).toHaveLength(1);
   });
 });
@@ -381,16 +507,38 @@ describe('cancel', () => {
     const acc = await newAccount(t);
     await createContact(acc, { tags: ['vip'] });
     const b = await createBroadcast(acc, { audience: { tags: ['vip'] } });
-    expectError(await acc.call({ method: 'POST', url: `/v1/broadcasts/${b.id}/cancel` }), 409, 'conflict');
+    expectError(
+      await acc.call({ method: 'POST', url: `/v1/broadcasts/${b.id}/cancel` }),
+      409,
+      'conflict',
+    );
     expect((await getBroadcast(acc, b.id)).status).toBe('sending');
     await drain();
     expect((await getBroadcast(acc, b.id)).status).toBe('sent');
-    expectError(await acc.call({ method: 'POST', url: `/v1/broadcasts/${b.id}/cancel` }), 409, 'conflict');
+    expectError(
+      await acc.call({ method: 'POST', url: `/v1/broadcasts/${b.id}/cancel` }),
+      409,
+      'conflict',
+    );
 
-    const s = await createBroadcast(acc, { audience: { tags: ['vip'] }, scheduled_at: new Date(t.clock.now().getTime() + HOUR).toISOString() });
+    const s = await createBroadcast(acc, {
+      audience: { tags: ['vip'] },
+      scheduled_at: new Date(t.clock.now().getTime() + HOUR).toISOString(),
+    });
     expectStatus(await acc.call({ method: 'POST', url: `/v1/broadcasts/${s.id}/cancel` }), 200);
-    expectError(await acc.call({ method: 'POST', url: `/v1/broadcasts/${s.id}/cancel` }), 409, 'conflict');
-    expectError(await acc.call({ method: 'POST', url: '/v1/broadcasts/bc_01ARZ3NDEKTSV4RRFFQ69G5FAV/cancel' }), 404, 'not_found');
+    expectError(
+      await acc.call({ method: 'POST', url: `/v1/broadcasts/${s.id}/cancel` }),
+      409,
+      'conflict',
+    );
+    expectError(
+      await acc.call({
+        method: 'POST',
+        url: '/v1/broadcasts/bc_01ARZ3NDEKTSV4RRFFQ69G5FAV/cancel',
+      }),
+      404,
+      'not_found',
+    );
   });
 });
 
@@ -401,20 +549,32 @@ describe('scheduler', () => {
     const thaw = freezeClock(t.clock);
     try {
       const at = t.clock.now().getTime() + 6 * MINUTE + 123;
-      const b = await createBroadcast(acc, { audience: { tags: ['vip'] }, scheduled_at: new Date(at).toISOString() });
+      const b = await createBroadcast(acc, {
+        audience: { tags: ['vip'] },
+        scheduled_at: new Date(at).toISOString(),
+      });
       const [job] = await jobsOf(t.db, acc.accountId);
       expect(job).toMatchObject({ kind: 'broadcast.send', payload: { v: 1, broadcast_id: b.id } });
       expect(job!.run_at.getTime()).toBe(at);
 
       t.clock.advance(at - 1 - t.clock.now().getTime());
       await drain();
-      expect(await getBroadcast(acc, b.id)).toMatchObject({ status: 'scheduled', stats: { sent: 0 } });
+      expect(await getBroadcast(acc, b.id)).toMatchObject({
+        status: 'scheduled',
+        stats: { sent: 0 },
+      });
       expect(await recipientsOf(t.db, acc.accountId, b.id)).toEqual([]);
-      expect((await jobsOf(t.db, acc.accountId))[0]).toMatchObject({ attempts: 0, locked_until: null });
+      expect((await jobsOf(t.db, acc.accountId))[0]).toMatchObject({
+        attempts: 0,
+        locked_until: null,
+      });
 
       t.clock.advance(1);
       await drain();
-      expect(await getBroadcast(acc, b.id)).toMatchObject({ status: 'sent', stats: { sent: 3, failed: 0 } });
+      expect(await getBroadcast(acc, b.id)).toMatchObject({
+        status: 'sent',
+        stats: { sent: 3, failed: 0 },
+      });
       expect(await completedEvents(t.db, acc.accountId, b.id)).toHaveLength(1);
       expect(await jobsOf(t.db, acc.accountId)).toEqual([]);
     } finally {
@@ -429,7 +589,10 @@ describe('scheduler', () => {
     let id: string;
     try {
       const at = t.clock.now().getTime() + 6 * MINUTE;
-      const b = await createBroadcast(acc, { audience: { all: true }, scheduled_at: new Date(at).toISOString() });
+      const b = await createBroadcast(acc, {
+        audience: { all: true },
+        scheduled_at: new Date(at).toISOString(),
+      });
       id = b.id;
       expect(b.scheduled_at).toBe(new Date(at).toISOString());
       const jobs = await jobsOf(t.db, acc.accountId);
@@ -442,11 +605,17 @@ describe('scheduler', () => {
 
   it('a runner started after a downtime sends an overdue scheduled broadcast at once, to the audience of its time', async () => {
     const acc = await newAccount(t);
-    const before = [await createContact(acc, { tags: ['vip'] }), await createContact(acc, { tags: ['vip'] })];
+    const before = [
+      await createContact(acc, { tags: ['vip'] }),
+      await createContact(acc, { tags: ['vip'] }),
+    ];
     const thaw = freezeClock(t.clock);
     try {
       const at = t.clock.now().getTime() + 6 * MINUTE;
-      const b = await createBroadcast(acc, { audience: { tags: ['vip'] }, scheduled_at: new Date(at).toISOString() });
+      const b = await createBroadcast(acc, {
+        audience: { tags: ['vip'] },
+        scheduled_at: new Date(at).toISOString(),
+      });
       t.clock.advance(6 * MINUTE + 1); // no runner ran meanwhile
       const afterItsTime = await createContact(acc, { tags: ['vip'] });
       t.clock.advance(3 * HOUR);
@@ -463,7 +632,10 @@ describe('scheduler', () => {
 describe('pacing', () => {
   let paced: TestApp;
   beforeAll(async () => {
-    paced = await startAppOn(dbUrl, { broadcastRatePerSecond: { whatsapp: 0, instagram: 0, messenger: 0, webchat: 2 }, broadcastBatchSize: 500 });
+    paced = await startAppOn(dbUrl, {
+      broadcastRatePerSecond: { whatsapp: 0, instagram: 0, messenger: 0, webchat: 2 },
+      broadcastBatchSize: 500,
+    });
   });
   afterAll(() => paced?.close());
 
@@ -504,7 +676,11 @@ describe('pacing', () => {
     const acc = await newAccount(paced);
     const tpl = await createTemplate(acc, 'Hi', 'approved');
     for (let i = 0; i < 5; i++) await createContact(acc, { tags: ['vip'] });
-    const b = await createBroadcast(acc, { audience: { tags: ['vip'] }, channel: 'instagram', message: { type: 'template', template_name: tpl.name } });
+    const b = await createBroadcast(acc, {
+      audience: { tags: ['vip'] },
+      channel: 'instagram',
+      message: { type: 'template', template_name: tpl.name },
+    });
     expect(await paced.services.broadcasts.sendNextBatch(acc.accountId, b.id)).toBe('more');
     expect(await recipientsOf(paced.db, acc.accountId, b.id)).toHaveLength(5);
     await runnerOf(paced).drain();
@@ -517,7 +693,9 @@ describe('stats', () => {
     const acc = await newAccount(t);
     for (let i = 0; i < 5; i++) await createContact(acc, { tags: ['vip'] });
     const b = await sendNow(acc, { audience: { tags: ['vip'] } });
-    const [m1, m2, m3, m4, m5] = (await recipientsOf(t.db, acc.accountId, b.id)).map((r) => r.message_id!);
+    const [m1, m2, m3, m4, m5] = (await recipientsOf(t.db, acc.accountId, b.id)).map(
+      (r) => r.message_id!,
+    );
     const stats = async () => {
       const s = (await getBroadcast(acc, b.id)).stats;
       expect(s.sent).toBeGreaterThanOrEqual(s.delivered);
@@ -570,7 +748,13 @@ describe('stats', () => {
     expect((await getBroadcast(acc, first.id)).stats.replied).toBe(2);
     await inbound(acc, outsider.id, 'webchat', 'not in the audience');
     await inbound(acc, c.id, 'whatsapp', 'another conversation');
-    expect((await getBroadcast(acc, first.id)).stats).toEqual({ sent: 3, delivered: 0, read: 0, replied: 2, failed: 0 });
+    expect((await getBroadcast(acc, first.id)).stats).toEqual({
+      sent: 3,
+      delivered: 0,
+      read: 0,
+      replied: 2,
+      failed: 0,
+    });
 
     // A later broadcast counts only replies after its own message.
     const second = await sendNow(acc, { audience: { tags: ['vip'] }, channel: 'webchat' });

@@ -1,7 +1,13 @@
 import type { LightMyRequestResponse } from 'fastify';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newAccount, randomPhone, startTestApp, type TestAccount, type TestApp } from '../helpers.js';
+import {
+  newAccount,
+  randomPhone,
+  startTestApp,
+  type TestAccount,
+  type TestApp,
+} from '../helpers.js';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -43,7 +49,11 @@ async function contactEvents(accountId: string) {
 async function list(acc: TestAccount, query: string) {
   const res = await acc.call({ method: 'GET', url: `/v1/contacts${query}` });
   expect(res.statusCode, res.body).toBe(200);
-  return res.json<{ data: { id: string; [field: string]: unknown }[]; total: number; page: number }>();
+  return res.json<{
+    data: { id: string; [field: string]: unknown }[];
+    total: number;
+    page: number;
+  }>();
 }
 
 describe('POST /v1/contacts', () => {
@@ -60,7 +70,17 @@ describe('POST /v1/contacts', () => {
     expect(res.statusCode, res.body).toBe(201);
     const c = res.json();
     expect(Object.keys(c).sort()).toEqual(
-      ['created_at', 'custom_fields', 'email', 'id', 'lifecycle_stage', 'name', 'phone', 'tags', 'updated_at'].sort(),
+      [
+        'created_at',
+        'custom_fields',
+        'email',
+        'id',
+        'lifecycle_stage',
+        'name',
+        'phone',
+        'tags',
+        'updated_at',
+      ].sort(),
     );
     expect(c.id).toMatch(/^con_/);
     expect(c).toMatchObject({
@@ -79,7 +99,14 @@ describe('POST /v1/contacts', () => {
     const acc = await newAccount(t);
     const phone = randomPhone();
     const c = await createOk(acc, { phone });
-    expect(c).toMatchObject({ phone, name: null, email: null, tags: [], custom_fields: {}, lifecycle_stage: null });
+    expect(c).toMatchObject({
+      phone,
+      name: null,
+      email: null,
+      tags: [],
+      custom_fields: {},
+      lifecycle_stage: null,
+    });
     const explicitNull = await createOk(acc, { name: null, email: null });
     expect(explicitNull).toMatchObject({ name: null, email: null });
   });
@@ -117,11 +144,23 @@ describe('POST /v1/contacts', () => {
     const acc = await newAccount(t);
     const ok = await createOk(acc, { custom_fields: { a_1: 'x', [`k${'z'.repeat(63)}`]: 'y' } });
     expect(Object.keys(ok.custom_fields)).toHaveLength(2);
-    expect422(await create(acc, { phone: randomPhone(), custom_fields: { Plan: 'x' } }), 'custom_fields.Plan');
-    expect422(await create(acc, { phone: randomPhone(), custom_fields: { 'has-dash': 'x' } }), 'custom_fields.has-dash');
-    expect422(await create(acc, { phone: randomPhone(), custom_fields: { 'sp ace': 'x' } }), 'custom_fields.sp ace');
+    expect422(
+      await create(acc, { phone: randomPhone(), custom_fields: { Plan: 'x' } }),
+      'custom_fields.Plan',
+    );
+    expect422(
+      await create(acc, { phone: randomPhone(), custom_fields: { 'has-dash': 'x' } }),
+      'custom_fields.has-dash',
+    );
+    expect422(
+      await create(acc, { phone: randomPhone(), custom_fields: { 'sp ace': 'x' } }),
+      'custom_fields.sp ace',
+    );
     const long = 'k'.repeat(65);
-    expect422(await create(acc, { phone: randomPhone(), custom_fields: { [long]: 'x' } }), `custom_fields.${long}`);
+    expect422(
+      await create(acc, { phone: randomPhone(), custom_fields: { [long]: 'x' } }),
+      `custom_fields.${long}`,
+    );
     const empty = await create(acc, { phone: randomPhone(), custom_fields: { '': 'x' } });
     expect(empty.statusCode, empty.body).toBe(422);
     expect(empty.json().error.code).toBe('validation_error');
@@ -206,7 +245,11 @@ describe('duplicate phone', () => {
     const acc = await newAccount(t);
     const a = await createOk(acc);
     const b = await createOk(acc);
-    const res = await acc.call({ method: 'PUT', url: `/v1/contacts/${b.id}`, payload: { phone: a.phone, name: 'X' } });
+    const res = await acc.call({
+      method: 'PUT',
+      url: `/v1/contacts/${b.id}`,
+      payload: { phone: a.phone, name: 'X' },
+    });
     expect(res.statusCode, res.body).toBe(409);
     expect(res.json().error.code).toBe('conflict');
     const bNow = await acc.call({ method: 'GET', url: `/v1/contacts/${b.id}` });
@@ -216,7 +259,11 @@ describe('duplicate phone', () => {
   it('lets a contact PUT its own phone again', async () => {
     const acc = await newAccount(t);
     const a = await createOk(acc);
-    const res = await acc.call({ method: 'PUT', url: `/v1/contacts/${a.id}`, payload: { phone: a.phone } });
+    const res = await acc.call({
+      method: 'PUT',
+      url: `/v1/contacts/${a.id}`,
+      payload: { phone: a.phone },
+    });
     expect(res.statusCode, res.body).toBe(200);
   });
 
@@ -228,7 +275,8 @@ describe('duplicate phone', () => {
     );
     const statuses = results.map((r) => r.statusCode).sort();
     expect(statuses).toEqual([201, 409, 409, 409, 409, 409, 409, 409, 409, 409]);
-    for (const r of results.filter((x) => x.statusCode === 409)) expect(r.json().error.code).toBe('conflict');
+    for (const r of results.filter((x) => x.statusCode === 409))
+      expect(r.json().error.code).toBe('conflict');
     expect((await list(acc, '')).total).toBe(1);
     expect(await contactEvents(acc.accountId)).toHaveLength(1);
   });
@@ -253,19 +301,26 @@ describe('duplicate phone', () => {
 });
 
 describe('unknown contact id', () => {
-  it.each(['con_01ARZ3NDEKTSV4RRFFQ69G5FAV', 'not-an-id', '%20'])('GET/PUT/DELETE/lifecycle of %s answer 404 not_found', async (id) => {
-    const acc = await newAccount(t);
-    const calls = [
-      acc.call({ method: 'GET', url: `/v1/contacts/${id}` }),
-      acc.call({ method: 'PUT', url: `/v1/contacts/${id}`, payload: { name: 'x' } }),
-      acc.call({ method: 'DELETE', url: `/v1/contacts/${id}` }),
-      acc.call({ method: 'POST', url: `/v1/contacts/${id}/lifecycle`, payload: { lifecycle_stage: 'lead' } }),
-    ];
-    for (const res of await Promise.all(calls)) {
-      expect(res.statusCode, res.body).toBe(404);
-      expect(res.json().error.code).toBe('not_found');
-    }
-  });
+  it.each(['con_01ARZ3NDEKTSV4RRFFQ69G5FAV', 'not-an-id', '%20'])(
+    'GET/PUT/DELETE/lifecycle of %s answer 404 not_found',
+    async (id) => {
+      const acc = await newAccount(t);
+      const calls = [
+        acc.call({ method: 'GET', url: `/v1/contacts/${id}` }),
+        acc.call({ method: 'PUT', url: `/v1/contacts/${id}`, payload: { name: 'x' } }),
+        acc.call({ method: 'DELETE', url: `/v1/contacts/${id}` }),
+        acc.call({
+          method: 'POST',
+          url: `/v1/contacts/${id}/lifecycle`,
+          payload: { lifecycle_stage: 'lead' },
+        }),
+      ];
+      for (const res of await Promise.all(calls)) {
+        expect(res.statusCode, res.body).toBe(404);
+        expect(res.json().error.code).toBe('not_found');
+      }
+    },
+  );
 });
 
 describe('unknown query parameters', () => {
@@ -273,11 +328,19 @@ describe('unknown query parameters', () => {
     const acc = await newAccount(t);
     const c = await createOk(acc);
     const calls = [
-      acc.call({ method: 'POST', url: '/v1/contacts?dry_run=1', payload: { phone: randomPhone() } }),
+      acc.call({
+        method: 'POST',
+        url: '/v1/contacts?dry_run=1',
+        payload: { phone: randomPhone() },
+      }),
       acc.call({ method: 'GET', url: `/v1/contacts/${c.id}?dry_run=1` }),
       acc.call({ method: 'PUT', url: `/v1/contacts/${c.id}?dry_run=1`, payload: { name: 'x' } }),
       acc.call({ method: 'DELETE', url: `/v1/contacts/${c.id}?dry_run=1` }),
-      acc.call({ method: 'POST', url: `/v1/contacts/${c.id}/lifecycle?dry_run=1`, payload: { lifecycle_stage: 'lead' } }),
+      acc.call({
+        method: 'POST',
+        url: `/v1/contacts/${c.id}/lifecycle?dry_run=1`,
+        payload: { lifecycle_stage: 'lead' },
+      }),
     ];
     for (const res of await Promise.all(calls)) expect422(res, 'dry_run');
     expect((await acc.call({ method: 'GET', url: `/v1/contacts/${c.id}` })).json()).toEqual(c);
@@ -321,14 +384,22 @@ describe('PUT /v1/contacts/{id}', () => {
     const empty = await acc.call({ method: 'PUT', url: `/v1/contacts/${c.id}`, payload: {} });
     expect(empty.statusCode, empty.body).toBe(200);
     expect({ ...empty.json(), updated_at: c.updated_at }).toEqual(c);
-    const named = await acc.call({ method: 'PUT', url: `/v1/contacts/${c.id}`, payload: { name: 'M' } });
+    const named = await acc.call({
+      method: 'PUT',
+      url: `/v1/contacts/${c.id}`,
+      payload: { name: 'M' },
+    });
     expect(named.json()).toMatchObject({ name: 'M', tags: ['x'], custom_fields: { a: 1 } });
   });
 
   it('clears name and email with null', async () => {
     const acc = await newAccount(t);
     const c = await createOk(acc, { name: 'N', email: 'n@example.com' });
-    const res = await acc.call({ method: 'PUT', url: `/v1/contacts/${c.id}`, payload: { name: null, email: null } });
+    const res = await acc.call({
+      method: 'PUT',
+      url: `/v1/contacts/${c.id}`,
+      payload: { name: null, email: null },
+    });
     expect(res.json()).toMatchObject({ name: null, email: null });
   });
 
@@ -336,7 +407,11 @@ describe('PUT /v1/contacts/{id}', () => {
     const acc = await newAccount(t);
     const c = await createOk(acc);
     t.clock.advance(1500);
-    const res = await acc.call({ method: 'PUT', url: `/v1/contacts/${c.id}`, payload: { name: 'Later' } });
+    const res = await acc.call({
+      method: 'PUT',
+      url: `/v1/contacts/${c.id}`,
+      payload: { name: 'Later' },
+    });
     const u = res.json();
     expect(u.created_at).toBe(c.created_at);
     expect(Date.parse(u.updated_at)).toBeGreaterThan(Date.parse(c.updated_at));
@@ -346,7 +421,11 @@ describe('PUT /v1/contacts/{id}', () => {
     const acc = await newAccount(t);
     const c = await createOk(acc);
     const newPhone = randomPhone();
-    const res = await acc.call({ method: 'PUT', url: `/v1/contacts/${c.id}`, payload: { phone: newPhone } });
+    const res = await acc.call({
+      method: 'PUT',
+      url: `/v1/contacts/${c.id}`,
+      payload: { phone: newPhone },
+    });
     expect(res.statusCode, res.body).toBe(200);
     expect(res.json().phone).toBe(newPhone);
     await createOk(acc, { phone: c.phone });
@@ -355,7 +434,8 @@ describe('PUT /v1/contacts/{id}', () => {
   it('validates like create: malformed phone, email, tags, field keys, lifecycle_stage and unknown fields are 422', async () => {
     const acc = await newAccount(t);
     const c = await createOk(acc);
-    const put = (payload: Record<string, unknown>) => acc.call({ method: 'PUT', url: `/v1/contacts/${c.id}`, payload });
+    const put = (payload: Record<string, unknown>) =>
+      acc.call({ method: 'PUT', url: `/v1/contacts/${c.id}`, payload });
     expect422(await put({ phone: '+1 415 555 0123' }), 'phone');
     expect422(await put({ phone: '+1415555012' }), 'phone');
     expect422(await put({ email: 'nope' }), 'email');
@@ -378,8 +458,13 @@ describe('DELETE /v1/contacts/{id}', () => {
     expect(del.statusCode).toBe(200);
     expect(del.json()).toEqual({ success: true });
     expect((await acc.call({ method: 'GET', url: `/v1/contacts/${c.id}` })).statusCode).toBe(404);
-    expect((await acc.call({ method: 'DELETE', url: `/v1/contacts/${c.id}` })).statusCode).toBe(404);
-    expect((await acc.call({ method: 'PUT', url: `/v1/contacts/${c.id}`, payload: { name: 'x' } })).statusCode).toBe(404);
+    expect((await acc.call({ method: 'DELETE', url: `/v1/contacts/${c.id}` })).statusCode).toBe(
+      404,
+    );
+    expect(
+      (await acc.call({ method: 'PUT', url: `/v1/contacts/${c.id}`, payload: { name: 'x' } }))
+        .statusCode,
+    ).toBe(404);
     expect((await list(acc, '')).total).toBe(0);
   });
 });
@@ -390,7 +475,11 @@ describe('POST /v1/contacts/{id}/lifecycle', () => {
     const c = await createOk(acc);
     expect(c.lifecycle_stage).toBeNull();
     for (const stage of ['lead', 'customer', 'churned', null]) {
-      const res = await acc.call({ method: 'POST', url: `/v1/contacts/${c.id}/lifecycle`, payload: { lifecycle_stage: stage } });
+      const res = await acc.call({
+        method: 'POST',
+        url: `/v1/contacts/${c.id}/lifecycle`,
+        payload: { lifecycle_stage: stage },
+      });
       expect(res.statusCode, res.body).toBe(200);
       expect(res.json()).toMatchObject({ id: c.id, lifecycle_stage: stage, phone: c.phone });
       const got = await acc.call({ method: 'GET', url: `/v1/contacts/${c.id}` });
@@ -401,12 +490,19 @@ describe('POST /v1/contacts/{id}/lifecycle', () => {
   it('refuses an unknown stage, a missing stage and extra fields with 422', async () => {
     const acc = await newAccount(t);
     const c = await createOk(acc);
-    const post = (payload: unknown) => acc.call({ method: 'POST', url: `/v1/contacts/${c.id}/lifecycle`, payload: payload as object });
+    const post = (payload: unknown) =>
+      acc.call({
+        method: 'POST',
+        url: `/v1/contacts/${c.id}/lifecycle`,
+        payload: payload as object,
+      });
     expect422(await post({ lifecycle_stage: 'prospect' }), 'lifecycle_stage');
     expect422(await post({ lifecycle_stage: 'Customer' }), 'lifecycle_stage');
     expect422(await post({}), 'lifecycle_stage');
     expect422(await post({ lifecycle_stage: 'lead', extra: 1 }), 'extra');
-    expect((await acc.call({ method: 'GET', url: `/v1/contacts/${c.id}` })).json().lifecycle_stage).toBeNull();
+    expect(
+      (await acc.call({ method: 'GET', url: `/v1/contacts/${c.id}` })).json().lifecycle_stage,
+    ).toBeNull();
   });
 });
 
@@ -415,13 +511,22 @@ describe('GET /v1/tags', () => {
     const acc = await newAccount(t);
     const a = await createOk(acc, { tags: ['vip', 'beta'] });
     await createOk(acc, { tags: [' vip ', 'gamma'] });
-    await acc.call({ method: 'PUT', url: `/v1/contacts/${a.id}`, payload: { tags: ['delta', 'vip'] } });
+    await acc.call({
+      method: 'PUT',
+      url: `/v1/contacts/${a.id}`,
+      payload: { tags: ['delta', 'vip'] },
+    });
     const res = await acc.call({ method: 'GET', url: '/v1/tags' });
     expect(res.statusCode, res.body).toBe(200);
     const body = res.json();
     expect(body.total).toBe(4);
     expect(body.page).toBe(1);
-    expect(body.data.map((x: { name: string }) => x.name).sort()).toEqual(['beta', 'delta', 'gamma', 'vip']);
+    expect(body.data.map((x: { name: string }) => x.name).sort()).toEqual([
+      'beta',
+      'delta',
+      'gamma',
+      'vip',
+    ]);
     for (const tag of body.data) expect(tag.created_at).toMatch(ISO);
   });
 
@@ -463,7 +568,17 @@ describe('GET /v1/contacts', () => {
     expect(body.page).toBe(1);
     expect(body.data.map((c) => c.id)).toEqual([...ids].reverse());
     expect(Object.keys(body.data[0]!).sort()).toEqual(
-      ['created_at', 'custom_fields', 'email', 'id', 'lifecycle_stage', 'name', 'phone', 'tags', 'updated_at'].sort(),
+      [
+        'created_at',
+        'custom_fields',
+        'email',
+        'id',
+        'lifecycle_stage',
+        'name',
+        'phone',
+        'tags',
+        'updated_at',
+      ].sort(),
     );
   });
 
@@ -583,7 +698,12 @@ describe('GET /v1/contacts', () => {
 describe('contact.created event', () => {
   it('is written with data equal to the contact the API returned', async () => {
     const acc = await newAccount(t);
-    const c = await createOk(acc, { name: 'Evt', email: 'e@example.com', tags: ['a'], custom_fields: { n: 1, b: true } });
+    const c = await createOk(acc, {
+      name: 'Evt',
+      email: 'e@example.com',
+      tags: ['a'],
+      custom_fields: { n: 1, b: true },
+    });
     const events = await contactEvents(acc.accountId);
     expect(events).toHaveLength(1);
     expect(events[0]!.id).toMatch(/^evt_/);
@@ -601,7 +721,9 @@ describe('contact.created event', () => {
       expect(rows).toHaveLength(1);
       return rows[0]!.x;
     };
-    expect(await xmin('events', 'type', 'contact.created')).toBe(await xmin('contacts', 'id', c.id));
+    expect(await xmin('events', 'type', 'contact.created')).toBe(
+      await xmin('contacts', 'id', c.id),
+    );
   });
 
   it('is not written when the create fails (duplicate phone, validation error)', async () => {
@@ -619,7 +741,11 @@ describe('contact.created event', () => {
     const acc = await newAccount(t);
     const c = await createOk(acc);
     await acc.call({ method: 'PUT', url: `/v1/contacts/${c.id}`, payload: { name: 'x' } });
-    await acc.call({ method: 'POST', url: `/v1/contacts/${c.id}/lifecycle`, payload: { lifecycle_stage: 'lead' } });
+    await acc.call({
+      method: 'POST',
+      url: `/v1/contacts/${c.id}/lifecycle`,
+      payload: { lifecycle_stage: 'lead' },
+    });
     await acc.call({ method: 'DELETE', url: `/v1/contacts/${c.id}` });
     expect(await contactEvents(acc.accountId)).toHaveLength(1);
   });

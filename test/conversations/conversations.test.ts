@@ -1,6 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newAccount, startTestApp, type TestAccount, type TestApp } from '../helpers.js';
-import { createContact, createUser, eventsOf, expectError, expectStatus, freezeClock, receive, sendText } from '../inbox-helpers.js';
+import {
+  createContact,
+  createUser,
+  eventsOf,
+  expectError,
+  expectStatus,
+  freezeClock,
+  receive,
+  sendText,
+} from '../inbox-helpers.js';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -11,7 +20,10 @@ beforeAll(async () => {
 afterAll(() => t.close());
 
 /** A new conversation (webchat unless told), one second after the previous activity. */
-async function conversation(acc: TestAccount, channel = 'webchat'): Promise<{ id: string; contactId: string }> {
+async function conversation(
+  acc: TestAccount,
+  channel = 'webchat',
+): Promise<{ id: string; contactId: string }> {
   t.clock.advance(1000);
   const contact = await createContact(acc);
   if (channel === 'webchat') {
@@ -22,13 +34,19 @@ async function conversation(acc: TestAccount, channel = 'webchat'): Promise<{ id
   const m = await receive(acc, contact.id, channel);
   return { id: m.conversation_id, contactId: contact.id };
 }
-const list = (acc: TestAccount, query = '') => acc.call({ method: 'GET', url: `/v1/conversations${query}` });
+const list = (acc: TestAccount, query = '') =>
+  acc.call({ method: 'GET', url: `/v1/conversations${query}` });
 const ids = (res: { json(): { data: { id: string }[] } }) => res.json().data.map((c) => c.id);
-const resolve = (acc: TestAccount, id: string) => acc.call({ method: 'POST', url: `/v1/conversations/${id}/resolve` });
+const resolve = (acc: TestAccount, id: string) =>
+  acc.call({ method: 'POST', url: `/v1/conversations/${id}/resolve` });
 const assign = (acc: TestAccount, id: string, payload: Record<string, unknown>) =>
   acc.call({ method: 'POST', url: `/v1/conversations/${id}/assign`, payload });
 async function createTeam(acc: TestAccount, name: string, userIds: string[] = []) {
-  const res = await acc.call({ method: 'POST', url: '/v1/teams', payload: { name, user_ids: userIds } });
+  const res = await acc.call({
+    method: 'POST',
+    url: '/v1/teams',
+    payload: { name, user_ids: userIds },
+  });
   expectStatus(res, 201);
   return res.json<{ id: string; name: string }>();
 }
@@ -138,7 +156,10 @@ describe('GET /v1/conversations: pages and order', () => {
       const contact = await createContact(acc);
       made.push((await sendText(acc, contact.id)).json().conversation_id);
     }
-    const seen = [...ids(await list(acc, '?limit=3&page=1')), ...ids(await list(acc, '?limit=3&page=2'))];
+    const seen = [
+      ...ids(await list(acc, '?limit=3&page=1')),
+      ...ids(await list(acc, '?limit=3&page=2')),
+    ];
     expect(new Set(seen).size).toBe(4);
     expect(new Set(seen)).toEqual(new Set(made));
   });
@@ -158,7 +179,13 @@ describe('conversation shapes', () => {
 
     const got = await acc.call({ method: 'GET', url: `/v1/conversations/${convId}` });
     expectStatus(got, 200);
-    expect(got.json()).toMatchObject({ id: convId, contact_id: contact.id, channel: 'whatsapp', status: 'open', assigned_to: null });
+    expect(got.json()).toMatchObject({
+      id: convId,
+      contact_id: contact.id,
+      channel: 'whatsapp',
+      status: 'open',
+      assigned_to: null,
+    });
     expect(got.json().id).toMatch(/^conv_/);
     expect(got.json().messages).toEqual([first, second, third]);
 
@@ -173,7 +200,10 @@ describe('conversation shapes', () => {
 
   it('an unknown conversation is a 404', async () => {
     const acc = await newAccount(t);
-    expectError(await acc.call({ method: 'GET', url: '/v1/conversations/conv_00000000000000000000000000' }), 404);
+    expectError(
+      await acc.call({ method: 'GET', url: '/v1/conversations/conv_00000000000000000000000000' }),
+      404,
+    );
   });
 });
 
@@ -184,7 +214,11 @@ describe('POST /v1/conversations/{id}/assign', () => {
     const user = await createUser(acc, 'Grace Hopper');
     const res = await assign(acc, id, { user_id: user.id });
     expectStatus(res, 200);
-    expect(res.json()).toMatchObject({ id, status: 'open', assigned_to: { type: 'user', id: user.id, name: 'Grace Hopper' } });
+    expect(res.json()).toMatchObject({
+      id,
+      status: 'open',
+      assigned_to: { type: 'user', id: user.id, name: 'Grace Hopper' },
+    });
     const events = await eventsOf(t.db, acc.accountId, 'conversation.assigned');
     expect(events).toEqual([{ type: 'conversation.assigned', data: res.json() }]);
     const got = await acc.call({ method: 'GET', url: `/v1/conversations/${id}` });
@@ -200,7 +234,9 @@ describe('POST /v1/conversations/{id}/assign', () => {
     const res = await assign(acc, id, { team_id: team.id });
     expectStatus(res, 200);
     expect(res.json().assigned_to).toEqual({ type: 'team', id: team.id, name: 'Support EU' });
-    expect((await eventsOf(t.db, acc.accountId, 'conversation.assigned')).map((e) => e.data)).toEqual([
+    expect(
+      (await eventsOf(t.db, acc.accountId, 'conversation.assigned')).map((e) => e.data),
+    ).toEqual([
       expect.objectContaining({ assigned_to: { type: 'user', id: user.id, name: 'Ada' } }),
       res.json(),
     ]);
@@ -214,16 +250,27 @@ describe('POST /v1/conversations/{id}/assign', () => {
     expectError(await assign(acc, id, { user_id: user.id, team_id: team.id }), 422);
     expectError(await assign(acc, id, {}), 422);
     expectError(await assign(acc, id, { agent_id: user.id }), 422, 'agent_id');
-    expect((await acc.call({ method: 'GET', url: `/v1/conversations/${id}` })).json().assigned_to).toBeNull();
+    expect(
+      (await acc.call({ method: 'GET', url: `/v1/conversations/${id}` })).json().assigned_to,
+    ).toBeNull();
     expect(await eventsOf(t.db, acc.accountId, 'conversation.assigned')).toEqual([]);
   });
 
   it('an unknown user or team is a 404 naming it', async () => {
     const acc = await newAccount(t);
     const { id } = await conversation(acc);
-    expect(expectError(await assign(acc, id, { user_id: 'usr_00000000000000000000000000' }), 404).message).toContain('usr_00000000000000000000000000');
-    expect(expectError(await assign(acc, id, { team_id: 'team_00000000000000000000000000' }), 404).message).toContain('team_00000000000000000000000000');
-    expectError(await assign(acc, 'conv_00000000000000000000000000', { user_id: (await createUser(acc)).id }), 404);
+    expect(
+      expectError(await assign(acc, id, { user_id: 'usr_00000000000000000000000000' }), 404)
+        .message,
+    ).toContain('usr_00000000000000000000000000');
+    expect(
+      expectError(await assign(acc, id, { team_id: 'team_00000000000000000000000000' }), 404)
+        .message,
+    ).toContain('team_00000000000000000000000000');
+    expectError(
+      await assign(acc, 'conv_00000000000000000000000000', { user_id: (await createUser(acc)).id }),
+      404,
+    );
     expect(await eventsOf(t.db, acc.accountId, 'conversation.assigned')).toEqual([]);
   });
 
@@ -248,7 +295,9 @@ describe('POST /v1/conversations/{id}/resolve', () => {
     const again = await resolve(acc, id);
     expectStatus(again, 200);
     expect(again.json()).toEqual(first.json());
-    expect(await eventsOf(t.db, acc.accountId, 'conversation.resolved')).toEqual([{ type: 'conversation.resolved', data: first.json() }]);
+    expect(await eventsOf(t.db, acc.accountId, 'conversation.resolved')).toEqual([
+      { type: 'conversation.resolved', data: first.json() },
+    ]);
     expect(ids(await list(acc))).toEqual([]);
   });
 
@@ -264,11 +313,24 @@ describe('notes', () => {
     const { id } = await conversation(acc);
     const eventsBefore = await eventsOf(t.db, acc.accountId);
     t.clock.advance(1000);
-    const a = await acc.call({ method: 'POST', url: `/v1/conversations/${id}/notes`, payload: { content: 'VIP customer' } });
+    const a = await acc.call({
+      method: 'POST',
+      url: `/v1/conversations/${id}/notes`,
+      payload: { content: 'VIP customer' },
+    });
     expectStatus(a, 201);
-    expect(a.json()).toEqual({ id: expect.stringMatching(/^note_/), conversation_id: id, content: 'VIP customer', created_at: t.clock.now().toISOString() });
+    expect(a.json()).toEqual({
+      id: expect.stringMatching(/^note_/),
+      conversation_id: id,
+      content: 'VIP customer',
+      created_at: t.clock.now().toISOString(),
+    });
     t.clock.advance(1000);
-    const b = await acc.call({ method: 'POST', url: `/v1/conversations/${id}/notes`, payload: { content: 'asked for a refund' } });
+    const b = await acc.call({
+      method: 'POST',
+      url: `/v1/conversations/${id}/notes`,
+      payload: { content: 'asked for a refund' },
+    });
     expectStatus(b, 201);
 
     const notes = await acc.call({ method: 'GET', url: `/v1/conversations/${id}/notes` });
@@ -283,11 +345,30 @@ describe('notes', () => {
   it('notes of an unknown conversation are a 404; empty content is a 422', async () => {
     const acc = await newAccount(t);
     const missing = 'conv_00000000000000000000000000';
-    expectError(await acc.call({ method: 'POST', url: `/v1/conversations/${missing}/notes`, payload: { content: 'x' } }), 404);
+    expectError(
+      await acc.call({
+        method: 'POST',
+        url: `/v1/conversations/${missing}/notes`,
+        payload: { content: 'x' },
+      }),
+      404,
+    );
     expectError(await acc.call({ method: 'GET', url: `/v1/conversations/${missing}/notes` }), 404);
     const { id } = await conversation(acc);
-    expectError(await acc.call({ method: 'POST', url: `/v1/conversations/${id}/notes`, payload: {} }), 422, 'content');
-    expectError(await acc.call({ method: 'POST', url: `/v1/conversations/${id}/notes`, payload: { content: '' } }), 422, 'content');
+    expectError(
+      await acc.call({ method: 'POST', url: `/v1/conversations/${id}/notes`, payload: {} }),
+      422,
+      'content',
+    );
+    expectError(
+      await acc.call({
+        method: 'POST',
+        url: `/v1/conversations/${id}/notes`,
+        payload: { content: '' },
+      }),
+      422,
+      'content',
+    );
   });
 });
 
@@ -298,15 +379,33 @@ describe('account isolation', () => {
     const contact = await createContact(owner);
     const message = (await sendText(owner, contact.id)).json();
     const id = message.conversation_id;
-    await owner.call({ method: 'POST', url: `/v1/conversations/${id}/notes`, payload: { content: 'secret' } });
+    await owner.call({
+      method: 'POST',
+      url: `/v1/conversations/${id}/notes`,
+      payload: { content: 'secret' },
+    });
     const intruderUser = await createUser(intruder);
 
     expectError(await intruder.call({ method: 'GET', url: `/v1/conversations/${id}` }), 404);
     expectError(await intruder.call({ method: 'GET', url: `/v1/conversations/${id}/notes` }), 404);
-    expectError(await intruder.call({ method: 'POST', url: `/v1/conversations/${id}/notes`, payload: { content: 'x' } }), 404);
+    expectError(
+      await intruder.call({
+        method: 'POST',
+        url: `/v1/conversations/${id}/notes`,
+        payload: { content: 'x' },
+      }),
+      404,
+    );
     expectError(await assign(intruder, id, { user_id: intruderUser.id }), 404);
     expectError(await resolve(intruder, id), 404);
-    expectError(await intruder.call({ method: 'POST', url: `/v1/sandbox/messages/${message.id}/status`, payload: { status: 'read' } }), 404);
+    expectError(
+      await intruder.call({
+        method: 'POST',
+        url: `/v1/sandbox/messages/${message.id}/status`,
+        payload: { status: 'read' },
+      }),
+      404,
+    );
     expectError(await sendText(intruder, contact.id), 404);
     expect((await list(intruder, '?status=all')).json()).toEqual({ data: [], total: 0, page: 1 });
 
@@ -314,7 +413,9 @@ describe('account isolation', () => {
     const conv = await owner.call({ method: 'GET', url: `/v1/conversations/${id}` });
     expect(conv.json()).toMatchObject({ status: 'open', assigned_to: null });
     expect(conv.json().messages).toEqual([message]);
-    expect((await owner.call({ method: 'GET', url: `/v1/conversations/${id}/notes` })).json().total).toBe(1);
+    expect(
+      (await owner.call({ method: 'GET', url: `/v1/conversations/${id}/notes` })).json().total,
+    ).toBe(1);
     // The owner's own user cannot be assigned by id from another account either.
     const ownerUser = await createUser(owner);
     const other = await createContact(intruder);

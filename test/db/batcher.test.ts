@@ -13,10 +13,13 @@ function deferred() {
 
 /** A Batcher used as a group writer: the function sees each batch, every item resolves empty. */
 function writerOf(write: (items: number[]) => Promise<void>, maxBatch?: number) {
-  return new Batcher<number, void>(async (items) => {
-    await write(items);
-    return [];
-  }, { maxBatch });
+  return new Batcher<number, void>(
+    async (items) => {
+      await write(items);
+      return [];
+    },
+    { maxBatch },
+  );
 }
 
 describe('Batcher', () => {

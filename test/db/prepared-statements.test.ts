@@ -11,9 +11,9 @@ beforeAll(() => {
 afterAll(() => db.destroy());
 
 const prepared = async (fragment: string) =>
-  (await sql<{ statement: string }>`SELECT statement FROM pg_prepared_statements`.execute(db)).rows.filter((r) =>
-    r.statement.includes(fragment),
-  );
+  (
+    await sql<{ statement: string }>`SELECT statement FROM pg_prepared_statements`.execute(db)
+  ).rows.filter((r) => r.statement.includes(fragment));
 
 describe('named prepared statements', () => {
   it('prepares parametrized statements without *, and only those', async () => {
@@ -29,10 +29,16 @@ describe('named prepared statements', () => {
   it('keeps working when a column is added after statements were prepared', async () => {
     await sql`CREATE TEMP TABLE prep_alter (id int, v text)`.execute(db);
     await sql`INSERT INTO prep_alter VALUES (1, 'a')`.execute(db);
-    const before = await sql<{ v: string }>`SELECT id, v FROM prep_alter WHERE id = ${1}`.execute(db);
+    const before = await sql<{ v: string }>`SELECT id, v FROM prep_alter WHERE id = ${1}`.execute(
+      db,
+    );
     await sql`ALTER TABLE prep_alter ADD COLUMN w int`.execute(db);
-    const explicit = await sql<{ v: string }>`SELECT id, v FROM prep_alter WHERE id = ${1}`.execute(db);
-    const star = await sql<{ w: number | null }>`SELECT * FROM prep_alter WHERE id = ${1}`.execute(db);
+    const explicit = await sql<{ v: string }>`SELECT id, v FROM prep_alter WHERE id = ${1}`.execute(
+      db,
+    );
+    const star = await sql<{ w: number | null }>`SELECT * FROM prep_alter WHERE id = ${1}`.execute(
+      db,
+    );
     expect(before.rows[0]?.v).toBe('a');
     expect(explicit.rows[0]?.v).toBe('a');
     expect(star.rows[0]?.w).toBeNull();
@@ -42,7 +48,9 @@ describe('named prepared statements', () => {
     const plain = createDb(inject('databaseUrl'), { max: 1, preparedStatements: false });
     try {
       await sql`SELECT ${1}::int AS one`.execute(plain);
-      const rows = (await sql<{ n: string }>`SELECT count(*) AS n FROM pg_prepared_statements`.execute(plain)).rows;
+      const rows = (
+        await sql<{ n: string }>`SELECT count(*) AS n FROM pg_prepared_statements`.execute(plain)
+      ).rows;
       expect(Number(rows[0]?.n)).toBe(0);
     } finally {
       await plain.destroy();
@@ -62,7 +70,9 @@ describe('named prepared statements', () => {
     await contacts.list(accountId, { search: 'ada' }, page);
     await contacts.list(accountId, { tag: 'vip' }, page);
     await contacts.list(accountId, {}, page);
-    const lists = (await prepared('from "contacts"')).map((r) => r.statement).filter((t) => t.includes('order by'));
+    const lists = (await prepared('from "contacts"'))
+      .map((r) => r.statement)
+      .filter((t) => t.includes('order by'));
     expect(lists).toHaveLength(1);
     expect(lists[0]).not.toMatch(/ilike|tags @>/);
   });

@@ -43,7 +43,10 @@ describe('ReadCache', () => {
     const cache = new ReadCache<string>({ maxEntries: 10, ttlMs: 60_000 });
     cache.setEnabled(true);
     let release!: () => void;
-    const slow = cache.get('k', () => new Promise<string>((resolve) => (release = () => resolve('old'))));
+    const slow = cache.get(
+      'k',
+      () => new Promise<string>((resolve) => (release = () => resolve('old'))),
+    );
     cache.invalidate('other');
     release();
     expect(await slow).toBe('old');
@@ -58,7 +61,10 @@ describe('ReadCache', () => {
     await cache.get('k', async () => 'v');
     cache.setEnabled(false);
     let release!: () => void;
-    const straddling = cache.get('k', () => new Promise<string>((resolve) => (release = () => resolve('stale'))));
+    const straddling = cache.get(
+      'k',
+      () => new Promise<string>((resolve) => (release = () => resolve('stale'))),
+    );
     cache.setEnabled(true);
     release();
     await straddling;

@@ -49,14 +49,20 @@ describe('the service on its embedded PostgreSQL', () => {
     const key = /sb_live_[A-Za-z0-9_-]+/.exec(first.stdout())?.[0];
     expect(key, first.stdout()).toBeDefined();
     const auth = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
-    const created = await fetch(`${first.base}/v1/contacts`, { method: 'POST', headers: auth, body: JSON.stringify({ phone: '+14155550199', name: 'Kept' }) });
+    const created = await fetch(`${first.base}/v1/contacts`, {
+      method: 'POST',
+      headers: auth,
+      body: JSON.stringify({ phone: '+14155550199', name: 'Kept' }),
+    });
     expect(created.status).toBe(201);
     const contact = (await created.json()) as { id: string };
 
     // kill -9: the embedded server is left behind as an orphan.
     first.child.kill('SIGKILL');
     await first.exited;
-    const leftover = Number((await readFile(path.join(dataDir, 'pg', 'postmaster.pid'), 'utf8')).split('\n')[0]);
+    const leftover = Number(
+      (await readFile(path.join(dataDir, 'pg', 'postmaster.pid'), 'utf8')).split('\n')[0],
+    );
     expect(isRunning(leftover)).toBe(true);
 
     const second = await startService({ DATA_DIR: dataDir });
@@ -86,6 +92,8 @@ describe('the service on its embedded PostgreSQL', () => {
   it('stops with one clear line on a bad setting', async () => {
     const result = await runCli({ DATA_DIR: dataDir, PORT: 'eighty' }, ['serve']);
     expect(result.code).toBe(1);
-    expect(result.stderr.trim()).toBe('switchboard: configuration error: PORT must be a whole number from 0 to 65535 (got "eighty")');
+    expect(result.stderr.trim()).toBe(
+      'switchboard: configuration error: PORT must be a whole number from 0 to 65535 (got "eighty")',
+    );
   });
 });

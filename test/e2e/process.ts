@@ -26,7 +26,10 @@ export interface ServiceProcess {
 }
 
 /** Starts the service from source, as `npm start` would run it, and waits for /readyz. */
-export async function startService(env: Record<string, string>, args: string[] = []): Promise<ServiceProcess> {
+export async function startService(
+  env: Record<string, string>,
+  args: string[] = [],
+): Promise<ServiceProcess> {
   const port = Number(env.PORT ?? (await freePort()));
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], {
     cwd: ROOT,
@@ -40,7 +43,14 @@ export async function startService(env: Record<string, string>, args: string[] =
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.on('exit', (code, signal) => resolve({ code, signal })),
   );
-  const service: ServiceProcess = { child, port, base: `http://127.0.0.1:${port}`, stdout: () => out, stderr: () => err, exited };
+  const service: ServiceProcess = {
+    child,
+    port,
+    base: `http://127.0.0.1:${port}`,
+    stdout: () => out,
+    stderr: () => err,
+    exited,
+  };
   const deadline = Date.now() + 90_000;
   let ended = false;
   void exited.then(() => (ended = true));

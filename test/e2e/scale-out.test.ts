@@ -7,8 +7,15 @@ const ADMIN = 'e2e-admin-token-0123456789';
 describe('scale-out', () => {
   const services: ServiceProcess[] = [];
   beforeAll(async () => {
-    const env = { DATABASE_URL: inject('databaseUrl'), REDIS_URL: 'redis://127.0.0.1:6379', ADMIN_TOKEN: ADMIN };
-    services.push(await startService(env, ['serve', '--no-workers']), await startService(env, ['serve', '--no-workers']));
+    const env = {
+      DATABASE_URL: inject('databaseUrl'),
+      REDIS_URL: 'redis://127.0.0.1:6379',
+      ADMIN_TOKEN: ADMIN,
+    };
+    services.push(
+      await startService(env, ['serve', '--no-workers']),
+      await startService(env, ['serve', '--no-workers']),
+    );
   });
   afterAll(async () => {
     for (const s of services) s.child.kill('SIGTERM');
@@ -18,12 +25,26 @@ describe('scale-out', () => {
   it('two service processes share one rolling count per key through Redis', async () => {
     const [a, b] = services as [ServiceProcess, ServiceProcess];
     const admin = { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' };
-    const account = (await (await fetch(`${a.base}/admin/accounts`, { method: 'POST', headers: admin, body: JSON.stringify({ name: 'Scale', plan: 'growth', rate_limit_per_minute: 10 }) })).json()) as { id: string };
-    const key = (await (await fetch(`${a.base}/admin/accounts/${account.id}/api-keys`, { method: 'POST', headers: admin, body: '{}' })).json()) as { api_key: string };
+    const account = (await (
+      await fetch(`${a.base}/admin/accounts`, {
+        method: 'POST',
+        headers: admin,
+        body: JSON.stringify({ name: 'Scale', plan: 'growth', rate_limit_per_minute: 10 }),
+      })
+    ).json()) as { id: string };
+    const key = (await (
+      await fetch(`${a.base}/admin/accounts/${account.id}/api-keys`, {
+        method: 'POST',
+        headers: admin,
+        body: '{}',
+      })
+    ).json()) as { api_key: string };
     const statuses: number[] = [];
     for (let i = 0; i < 7; i++) {
       for (const s of [a, b]) {
-        const res = await fetch(`${s.base}/v1/contacts`, { headers: { authorization: `Bearer ${key.api_key}` } });
+        const res = await fetch(`${s.base}/v1/contacts`, {
+          headers: { authorization: `Bearer ${key.api_key}` },
+        });
         statuses.push(res.status);
       }
     }

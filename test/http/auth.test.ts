@@ -1,6 +1,13 @@
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_TOKEN, newAccount, randomPhone, startTestApp, type TestAccount, type TestApp } from '../helpers.js';
+import {
+  ADMIN_TOKEN,
+  newAccount,
+  randomPhone,
+  startTestApp,
+  type TestAccount,
+  type TestApp,
+} from '../helpers.js';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -15,11 +22,20 @@ function expectError(res: LightMyRequestResponse, status: number, code: string) 
 }
 
 function admin(method: 'PATCH' | 'DELETE', url: string, payload?: object) {
-  return t.app.inject({ method, url, payload, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+  return t.app.inject({
+    method,
+    url,
+    payload,
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+  });
 }
 
 async function createContact(acc: TestAccount, payload: Record<string, unknown> = {}) {
-  const res = await acc.call({ method: 'POST', url: '/v1/contacts', payload: { phone: randomPhone(), ...payload } });
+  const res = await acc.call({
+    method: 'POST',
+    url: '/v1/contacts',
+    payload: { phone: randomPhone(), ...payload },
+  });
   expect(res.statusCode, res.body).toBe(201);
   return res.json();
 }
@@ -28,7 +44,11 @@ describe('authentication', () => {
   it('refuses a request without Authorization with 401 unauthorized', async () => {
     expectError(await t.app.inject({ method: 'GET', url: '/v1/contacts' }), 401, 'unauthorized');
     expectError(
-      await t.app.inject({ method: 'POST', url: '/v1/contacts', payload: { phone: randomPhone() } }),
+      await t.app.inject({
+        method: 'POST',
+        url: '/v1/contacts',
+        payload: { phone: randomPhone() },
+      }),
       401,
       'unauthorized',
     );
@@ -55,7 +75,11 @@ describe('authentication', () => {
     const acc = await newAccount(t);
     for (const key of ['sb_live_unknown', `${acc.apiKey}x`, acc.apiKey.slice(0, -1)]) {
       expectError(
-        await t.app.inject({ method: 'GET', url: '/v1/contacts', headers: { authorization: `Bearer ${key}` } }),
+        await t.app.inject({
+          method: 'GET',
+          url: '/v1/contacts',
+          headers: { authorization: `Bearer ${key}` },
+        }),
         401,
         'unauthorized',
       );
@@ -96,7 +120,11 @@ describe('authentication', () => {
       'forbidden',
     );
     expectError(await acc.call({ method: 'GET', url: '/v1/tags' }), 403, 'forbidden');
-    const rows = await t.db.selectFrom('contacts').select('id').where('account_id', '=', acc.accountId).execute();
+    const rows = await t.db
+      .selectFrom('contacts')
+      .select('id')
+      .where('account_id', '=', acc.accountId)
+      .execute();
     expect(rows).toHaveLength(0);
   });
 
@@ -134,10 +162,18 @@ describe('account isolation', () => {
     const attempts = [
       b.call({ method: 'GET', url: `/v1/contacts/${contact.id}` }),
       b.call({ method: 'PUT', url: `/v1/contacts/${contact.id}`, payload: { name: 'Stolen' } }),
-      b.call({ method: 'POST', url: `/v1/contacts/${contact.id}/lifecycle`, payload: { lifecycle_stage: 'churned' } }),
+      b.call({
+        method: 'POST',
+        url: `/v1/contacts/${contact.id}/lifecycle`,
+        payload: { lifecycle_stage: 'churned' },
+      }),
     ];
     for (const res of await Promise.all(attempts)) expectError(res, 404, 'not_found');
-    expectError(await b.call({ method: 'DELETE', url: `/v1/contacts/${contact.id}` }), 404, 'not_found');
+    expectError(
+      await b.call({ method: 'DELETE', url: `/v1/contacts/${contact.id}` }),
+      404,
+      'not_found',
+    );
     const still = await a.call({ method: 'GET', url: `/v1/contacts/${contact.id}` });
     expect(still.statusCode).toBe(200);
     expect(still.json()).toEqual(contact);
@@ -153,11 +189,21 @@ describe('account isolation', () => {
     const calls = [];
     for (let i = 0; i < 10; i++) {
       calls.push(
-        a.call({ method: 'GET', url: `/v1/contacts/${aContact.id}` }).then((res) => ['a-own', res] as const),
-        b.call({ method: 'GET', url: `/v1/contacts/${aContact.id}` }).then((res) => ['b-other', res] as const),
-        b.call({ method: 'GET', url: `/v1/contacts/${bContact.id}` }).then((res) => ['b-own', res] as const),
-        a.call({ method: 'GET', url: `/v1/contacts/${bContact.id}` }).then((res) => ['a-other', res] as const),
-        revoked.call({ method: 'GET', url: `/v1/contacts/${aContact.id}` }).then((res) => ['revoked', res] as const),
+        a
+          .call({ method: 'GET', url: `/v1/contacts/${aContact.id}` })
+          .then((res) => ['a-own', res] as const),
+        b
+          .call({ method: 'GET', url: `/v1/contacts/${aContact.id}` })
+          .then((res) => ['b-other', res] as const),
+        b
+          .call({ method: 'GET', url: `/v1/contacts/${bContact.id}` })
+          .then((res) => ['b-own', res] as const),
+        a
+          .call({ method: 'GET', url: `/v1/contacts/${bContact.id}` })
+          .then((res) => ['a-other', res] as const),
+        revoked
+          .call({ method: 'GET', url: `/v1/contacts/${aContact.id}` })
+          .then((res) => ['revoked', res] as const),
       );
     }
     for (const [kind, res] of await Promise.all(calls)) {
@@ -181,12 +227,19 @@ describe('account isolation', () => {
     const bSearch = (await b.call({ method: 'GET', url: '/v1/contacts?search=shared' })).json();
     expect(bSearch.total).toBe(1);
     expect(bSearch.data.map((c: { id: string }) => c.id)).toEqual([bContact.id]);
-    const byPhone = (await b.call({ method: 'GET', url: `/v1/contacts?search=${encodeURIComponent(aContact.phone)}` })).json();
+    const byPhone = (
+      await b.call({
+        method: 'GET',
+        url: `/v1/contacts?search=${encodeURIComponent(aContact.phone)}`,
+      })
+    ).json();
     expect(byPhone.total).toBe(0);
 
     const bTagged = (await b.call({ method: 'GET', url: '/v1/contacts?tag=common' })).json();
     expect(bTagged.data.map((c: { id: string }) => c.id)).toEqual([bContact.id]);
-    expect((await b.call({ method: 'GET', url: '/v1/contacts?tag=secret-a' })).json().total).toBe(0);
+    expect((await b.call({ method: 'GET', url: '/v1/contacts?tag=secret-a' })).json().total).toBe(
+      0,
+    );
 
     const bTags = (await b.call({ method: 'GET', url: '/v1/tags' })).json();
     expect(bTags.total).toBe(1);
@@ -201,7 +254,11 @@ describe('account isolation', () => {
     const b = await newAccount(t);
     const contact = await createContact(a);
     await createContact(b, { phone: contact.phone });
-    const dup = await a.call({ method: 'POST', url: '/v1/contacts', payload: { phone: contact.phone } });
+    const dup = await a.call({
+      method: 'POST',
+      url: '/v1/contacts',
+      payload: { phone: contact.phone },
+    });
     expectError(dup, 409, 'conflict');
   });
 });
@@ -209,7 +266,11 @@ describe('account isolation', () => {
 describe('bearer scheme', () => {
   it('accepts the scheme name in any case (RFC 9110)', async () => {
     const acc = await newAccount(t);
-    const res = await t.app.inject({ method: 'GET', url: '/v1/contacts', headers: { authorization: `bearer ${acc.apiKey}` } });
+    const res = await t.app.inject({
+      method: 'GET',
+      url: '/v1/contacts',
+      headers: { authorization: `bearer ${acc.apiKey}` },
+    });
     expect(res.statusCode).toBe(200);
   });
 });

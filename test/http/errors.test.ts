@@ -4,7 +4,15 @@ import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { createDb } from '../../src/db/database.js';
 import { MemoryRateLimiter } from '../../src/http/rate-limiter.js';
-import { ADMIN_TOKEN, newAccount, randomPhone, startTestApp, TestClock, type TestAccount, type TestApp } from '../helpers.js';
+import {
+  ADMIN_TOKEN,
+  newAccount,
+  randomPhone,
+  startTestApp,
+  TestClock,
+  type TestAccount,
+  type TestApp,
+} from '../helpers.js';
 
 let t: TestApp;
 let acc: TestAccount;
@@ -26,7 +34,11 @@ function expectEnvelope(res: LightMyRequestResponse, status: number, code: strin
   expect(typeof body.error.message).toBe('string');
   expect(body.error.message.length).toBeGreaterThan(0);
   expectNoStack(res);
-  return body.error as { code: string; message: string; details?: { field: string; issue: string }[] };
+  return body.error as {
+    code: string;
+    message: string;
+    details?: { field: string; issue: string }[];
+  };
 }
 
 function expectNoStack(res: LightMyRequestResponse) {
@@ -104,7 +116,11 @@ describe('request body errors', () => {
   });
 
   it('answers 422 naming an unknown body field', async () => {
-    const res = await acc.call({ method: 'POST', url: '/v1/contacts', payload: { phone: randomPhone(), nickname: 'x' } });
+    const res = await acc.call({
+      method: 'POST',
+      url: '/v1/contacts',
+      payload: { phone: randomPhone(), nickname: 'x' },
+    });
     const error = expectEnvelope(res, 422, 'validation_error');
     expect(error.details?.map((d) => d.field)).toContain('nickname');
     expect(error.message).toContain('nickname');
@@ -127,12 +143,32 @@ describe('request body errors', () => {
 
 describe('one issue for a value that matches no allowed form', () => {
   const asAdmin = (payload: object) =>
-    t.app.inject({ method: 'POST', url: '/admin/accounts', headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload });
+    t.app.inject({
+      method: 'POST',
+      url: '/admin/accounts',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      payload,
+    });
 
   it.each([
-    ['an unknown value of a literal union', { name: 'Acme', plan: 'gold' }, 'plan', 'must be one of starter, growth, enterprise'],
-    ['a nullable integer over its maximum', { name: 'Acme', plan: 'growth', rate_limit_per_minute: 5_000_000 }, 'rate_limit_per_minute', 'must be <= 1000000'],
-    ['a nullable integer of the wrong type', { name: 'Acme', plan: 'growth', rate_limit_per_minute: 'many' }, 'rate_limit_per_minute', 'must be integer or null'],
+    [
+      'an unknown value of a literal union',
+      { name: 'Acme', plan: 'gold' },
+      'plan',
+      'must be one of starter, growth, enterprise',
+    ],
+    [
+      'a nullable integer over its maximum',
+      { name: 'Acme', plan: 'growth', rate_limit_per_minute: 5_000_000 },
+      'rate_limit_per_minute',
+      'must be <= 1000000',
+    ],
+    [
+      'a nullable integer of the wrong type',
+      { name: 'Acme', plan: 'growth', rate_limit_per_minute: 'many' },
+      'rate_limit_per_minute',
+      'must be integer or null',
+    ],
   ])('%s', async (_case, payload, field, issue) => {
     const error = expectEnvelope(await asAdmin(payload), 422, 'validation_error');
     expect(error.details).toEqual([{ field, issue }]);
@@ -141,30 +177,48 @@ describe('one issue for a value that matches no allowed form', () => {
 
   it('names the accepted types of a nullable string and of a custom field value', async () => {
     const name = expectEnvelope(
-      await acc.call({ method: 'POST', url: '/v1/contacts', payload: { phone: randomPhone(), name: 5 } }),
+      await acc.call({
+        method: 'POST',
+        url: '/v1/contacts',
+        payload: { phone: randomPhone(), name: 5 },
+      }),
       422,
       'validation_error',
     );
     expect(name.details).toEqual([{ field: 'name', issue: 'must be string or null' }]);
 
     const value = expectEnvelope(
-      await acc.call({ method: 'POST', url: '/v1/contacts', payload: { phone: randomPhone(), custom_fields: { seats: [1] } } }),
+      await acc.call({
+        method: 'POST',
+        url: '/v1/contacts',
+        payload: { phone: randomPhone(), custom_fields: { seats: [1] } },
+      }),
       422,
       'validation_error',
     );
-    expect(value.details).toEqual([{ field: 'custom_fields.seats', issue: 'must be string, number or boolean' }]);
+    expect(value.details).toEqual([
+      { field: 'custom_fields.seats', issue: 'must be string, number or boolean' },
+    ]);
   });
 });
 
 describe('unknown route', () => {
   it('answers 404 not_found without a key', async () => {
-    expectEnvelope(await t.app.inject({ method: 'GET', url: '/v1/nothing-here' }), 404, 'not_found');
+    expectEnvelope(
+      await t.app.inject({ method: 'GET', url: '/v1/nothing-here' }),
+      404,
+      'not_found',
+    );
     expectEnvelope(await t.app.inject({ method: 'GET', url: '/nothing' }), 404, 'not_found');
   });
 
   it('answers 404 not_found with a key, also for a known path with an unknown method', async () => {
     expectEnvelope(await acc.call({ method: 'GET', url: '/v1/nothing-here' }), 404, 'not_found');
-    expectEnvelope(await acc.call({ method: 'POST', url: '/v1/contacts/x/y/z', payload: {} }), 404, 'not_found');
+    expectEnvelope(
+      await acc.call({ method: 'POST', url: '/v1/contacts/x/y/z', payload: {} }),
+      404,
+      'not_found',
+    );
     expectEnvelope(await acc.call({ method: 'PATCH', url: '/v1/contacts' }), 404, 'not_found');
   });
 });
@@ -203,7 +257,12 @@ describe('no stack trace in any error body', () => {
     const phone = randomPhone();
     await acc.call({ method: 'POST', url: '/v1/contacts', payload: { phone } });
     const answers = await Promise.all([
-      acc.call({ method: 'POST', url: '/v1/contacts', headers: { 'content-type': 'application/json' }, payload: '{' }),
+      acc.call({
+        method: 'POST',
+        url: '/v1/contacts',
+        headers: { 'content-type': 'application/json' },
+        payload: '{',
+      }),
       t.app.inject({ method: 'GET', url: '/v1/contacts' }),
       starter.call({ method: 'GET', url: '/v1/contacts' }),
       acc.call({ method: 'GET', url: '/v1/contacts/con_x' }),
@@ -223,13 +282,25 @@ describe('no stack trace in any error body', () => {
 
 describe('X-Request-Id', () => {
   it('echoes a given id, on success and on error', async () => {
-    const ok = await acc.call({ method: 'GET', url: '/v1/contacts', headers: { 'x-request-id': 'client-req_1.2:3' } });
+    const ok = await acc.call({
+      method: 'GET',
+      url: '/v1/contacts',
+      headers: { 'x-request-id': 'client-req_1.2:3' },
+    });
     expect(ok.statusCode).toBe(200);
     expect(ok.headers['x-request-id']).toBe('client-req_1.2:3');
-    const missing = await t.app.inject({ method: 'GET', url: '/v1/contacts', headers: { 'x-request-id': 'abc-401' } });
+    const missing = await t.app.inject({
+      method: 'GET',
+      url: '/v1/contacts',
+      headers: { 'x-request-id': 'abc-401' },
+    });
     expect(missing.statusCode).toBe(401);
     expect(missing.headers['x-request-id']).toBe('abc-401');
-    const notFound = await t.app.inject({ method: 'GET', url: '/v1/nope', headers: { 'x-request-id': 'abc-404' } });
+    const notFound = await t.app.inject({
+      method: 'GET',
+      url: '/v1/nope',
+      headers: { 'x-request-id': 'abc-404' },
+    });
     expect(notFound.headers['x-request-id']).toBe('abc-404');
   });
 
@@ -245,7 +316,11 @@ describe('X-Request-Id', () => {
 
   it('replaces an unusable id (spaces, too long) with a generated one', async () => {
     for (const given of ['has space', 'x'.repeat(129), 'semi;colon']) {
-      const res = await acc.call({ method: 'GET', url: '/v1/contacts', headers: { 'x-request-id': given } });
+      const res = await acc.call({
+        method: 'GET',
+        url: '/v1/contacts',
+        headers: { 'x-request-id': given },
+      });
       expect(res.headers['x-request-id']).toMatch(UUID);
     }
   });

@@ -2,7 +2,13 @@ import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { pruneIdempotencyKeys } from '../../src/http/idempotency.js';
 import { startHttpsServer } from '../https-server.js';
-import { newAccount, randomPhone, startTestApp, type TestAccount, type TestApp } from '../helpers.js';
+import {
+  newAccount,
+  randomPhone,
+  startTestApp,
+  type TestAccount,
+  type TestApp,
+} from '../helpers.js';
 
 // The first bytes of a PNG file, enough for a content-type check.
 const PNG = Buffer.from('89504e470d0a1a0a0000000d49484452', 'hex');
@@ -78,7 +84,9 @@ describe('Idempotency-Key', () => {
   it('replays a 409 conflict, even after the conflict is gone', async () => {
     const acc = await newAccount(t);
     const phone = randomPhone();
-    const existing = (await acc.call({ method: 'POST', url: '/v1/contacts', payload: { phone } })).json();
+    const existing = (
+      await acc.call({ method: 'POST', url: '/v1/contacts', payload: { phone } })
+    ).json();
     const key = newKey();
     const first = await post(acc, key, { phone });
     expect(first.statusCode).toBe(409);
@@ -127,12 +135,20 @@ describe('Idempotency-Key', () => {
     const created = await post(acc, key, body);
     expect(created.statusCode).toBe(201);
     const id = created.json().id as string;
-    const lifecycle = await post(acc, key, { lifecycle_stage: 'lead' }, `/v1/contacts/${id}/lifecycle`);
+    const lifecycle = await post(
+      acc,
+      key,
+      { lifecycle_stage: 'lead' },
+      `/v1/contacts/${id}/lifecycle`,
+    );
     expect(lifecycle.statusCode, lifecycle.body).toBe(200);
     expect(lifecycle.headers['idempotent-replayed']).toBeUndefined();
     expect(lifecycle.json().lifecycle_stage).toBe('lead');
     // Each path keeps its own record.
-    expectReplayOf(await post(acc, key, { lifecycle_stage: 'lead' }, `/v1/contacts/${id}/lifecycle`), lifecycle);
+    expectReplayOf(
+      await post(acc, key, { lifecycle_stage: 'lead' }, `/v1/contacts/${id}/lifecycle`),
+      lifecycle,
+    );
     expectReplayOf(await post(acc, key, body), created);
   });
 
@@ -141,7 +157,9 @@ describe('Idempotency-Key', () => {
     const key = newKey();
     const body = { phone: randomPhone(), name: 'Concurrent' };
     const results = await Promise.all(Array.from({ length: 8 }, () => post(acc, key, body)));
-    const originals = results.filter((r) => r.statusCode === 201 && r.headers['idempotent-replayed'] === undefined);
+    const originals = results.filter(
+      (r) => r.statusCode === 201 && r.headers['idempotent-replayed'] === undefined,
+    );
     expect(originals).toHaveLength(1);
     const original = originals[0]!;
     for (const r of results) {
@@ -233,21 +251,49 @@ describe('Idempotency-Key', () => {
 
   it('rolls back a slow request whose key a retry took over meanwhile, so the effect happens once', async () => {
     // The media fetch holds the first request in flight for a while.
-    const media = await startHttpsServer(() => ({ status: 200, headers: { 'content-type': 'image/png' }, body: PNG, delayMs: 1_000 }));
+    const media = await startHttpsServer(() => ({
+      status: 200,
+      headers: { 'content-type': 'image/png' },
+      body: PNG,
+      delayMs: 1_000,
+    }));
     try {
       const acc = await newAccount(t);
-      const contact = await acc.call({ method: 'POST', url: '/v1/contacts', payload: { phone: randomPhone() } });
+      const contact = await acc.call({
+        method: 'POST',
+        url: '/v1/contacts',
+        payload: { phone: randomPhone() },
+      });
       const key = newKey();
-      const slow = post(acc, key, { contact_id: contact.json().id, channel: 'webchat', type: 'image', media_url: media.url('/pic.png') }, '/v1/messages/send');
+      const slow = post(
+        acc,
+        key,
+        {
+          contact_id: contact.json().id,
+          channel: 'webchat',
+          type: 'image',
+          media_url: media.url('/pic.png'),
+        },
+        '/v1/messages/send',
+      );
       await vi.waitFor(() => expect(media.requests).toHaveLength(1));
       // What a retry does once the lock looks stale: it takes the key with a new lock time.
       const takenAt = new Date(t.clock.now().getTime() + 1);
-      await t.db.updateTable('idempotency_keys').set({ locked_at: takenAt }).where('account_id', '=', acc.accountId).where('key', '=', key).execute();
+      await t.db
+        .updateTable('idempotency_keys')
+        .set({ locked_at: takenAt })
+        .where('account_id', '=', acc.accountId)
+        .where('key', '=', key)
+        .execute();
 
       const res = await slow;
       expect(res.statusCode, res.body).toBe(409);
       expect(res.json().error.code).toBe('idempotency_error');
-      const messages = await t.db.selectFrom('messages').select('id').where('account_id', '=', acc.accountId).execute();
+      const messages = await t.db
+        .selectFrom('messages')
+        .select('id')
+        .where('account_id', '=', acc.accountId)
+        .execute();
       expect(messages).toEqual([]);
       const row = await t.db
         .selectFrom('idempotency_keys')
@@ -264,7 +310,9 @@ describe('Idempotency-Key', () => {
   it('does not apply to requests without the header', async () => {
     const acc = await newAccount(t);
     const body = { phone: randomPhone() };
-    expect((await acc.call({ method: 'POST', url: '/v1/contacts', payload: body })).statusCode).toBe(201);
+    expect(
+      (await acc.call({ method: 'POST', url: '/v1/contacts', payload: body })).statusCode,
+    ).toBe(201);
     const second = await acc.call({ method: 'POST', url: '/v1/contacts', payload: body });
     expect(second.statusCode).toBe(409);
     expect(second.headers['idempotent-replayed']).toBeUndefined();
@@ -285,7 +333,13 @@ describe('Idempotency-Key', () => {
       const acc = await newAccount(own);
       const key = newKey();
       const body = { phone: randomPhone() };
-      const post1 = () => acc.call({ method: 'POST', url: '/v1/contacts', payload: body, headers: { 'idempotency-key': key } });
+      const post1 = () =>
+        acc.call({
+          method: 'POST',
+          url: '/v1/contacts',
+          payload: body,
+          headers: { 'idempotency-key': key },
+        });
       const first = await post1();
       expect(first.statusCode).toBe(201);
       own.clock.advance(23 * 3600 * 1000);
@@ -332,12 +386,21 @@ describe('retention', () => {
     const HOUR = 60 * 60 * 1000;
     await t.db
       .insertInto('idempotency_keys')
-      .values([row('old-1', 25 * HOUR), row('old-2', 48 * HOUR), row('old-3', 30 * HOUR), row('young', 23 * HOUR)])
+      .values([
+        row('old-1', 25 * HOUR),
+        row('old-2', 48 * HOUR),
+        row('old-3', 30 * HOUR),
+        row('young', 23 * HOUR),
+      ])
       .execute();
 
     // Other tests' keys may be old too (the database is shared), so count only this account's.
     await pruneIdempotencyKeys(t.db, now, 2);
-    const left = await t.db.selectFrom('idempotency_keys').select('key').where('account_id', '=', acc.accountId).execute();
+    const left = await t.db
+      .selectFrom('idempotency_keys')
+      .select('key')
+      .where('account_id', '=', acc.accountId)
+      .execute();
     expect(left.map((r) => r.key)).toEqual(['young']);
   });
 });

@@ -2,7 +2,14 @@ import { randomBytes } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisRateLimiter } from '../../src/http/rate-limiter.js';
-import { ADMIN_TOKEN, newAccount, randomPhone, startTestApp, type TestAccount, type TestApp } from '../helpers.js';
+import {
+  ADMIN_TOKEN,
+  newAccount,
+  randomPhone,
+  startTestApp,
+  type TestAccount,
+  type TestApp,
+} from '../helpers.js';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const SKIP_REDIS = process.env.SKIP_REDIS_TESTS === '1';
@@ -146,7 +153,11 @@ describe('rate limit (Growth plan figure)', () => {
 
   it('does not count requests refused before authentication', async () => {
     const acc = await newAccount(t, { rateLimit: 2 });
-    const wrong = await t.app.inject({ method: 'GET', url: '/v1/contacts', headers: { authorization: 'Bearer nope' } });
+    const wrong = await t.app.inject({
+      method: 'GET',
+      url: '/v1/contacts',
+      headers: { authorization: 'Bearer nope' },
+    });
     expect(wrong.statusCode).toBe(401);
     expect(wrong.headers['x-ratelimit-limit']).toBeUndefined();
     expect(header(await get(acc), 'x-ratelimit-remaining')).toBe(1);
@@ -156,8 +167,12 @@ describe('rate limit (Growth plan figure)', () => {
 describe.skipIf(SKIP_REDIS)('rate limit shared through Redis', () => {
   it('two app instances with their own RedisRateLimiter share one count (limit 10: 6 on each → 10 allowed)', async () => {
     const keyPrefix = `sb:rl:test:${randomBytes(8).toString('hex')}:`;
-    const one = await startTestApp({ rateLimiter: new RedisRateLimiter({ url: REDIS_URL, keyPrefix }) });
-    const two = await startTestApp({ rateLimiter: new RedisRateLimiter({ url: REDIS_URL, keyPrefix }) });
+    const one = await startTestApp({
+      rateLimiter: new RedisRateLimiter({ url: REDIS_URL, keyPrefix }),
+    });
+    const two = await startTestApp({
+      rateLimiter: new RedisRateLimiter({ url: REDIS_URL, keyPrefix }),
+    });
     try {
       const acc = await newAccount(one, { rateLimit: 10 });
       const headers = { authorization: `Bearer ${acc.apiKey}` };
@@ -172,7 +187,9 @@ describe.skipIf(SKIP_REDIS)('rate limit shared through Redis', () => {
       expect(statuses.filter((s) => s === 429)).toHaveLength(2);
       for (const r of results.filter((x) => x.statusCode === 429)) expectRateLimited(r, 10);
       // Each allowed request saw a distinct remaining count: one shared log, not two.
-      const remaining = results.filter((r) => r.statusCode === 200).map((r) => header(r, 'x-ratelimit-remaining'));
+      const remaining = results
+        .filter((r) => r.statusCode === 200)
+        .map((r) => header(r, 'x-ratelimit-remaining'));
       expect(remaining.sort((x, y) => x - y)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
     } finally {
       await one.close();
@@ -183,7 +200,12 @@ describe.skipIf(SKIP_REDIS)('rate limit shared through Redis', () => {
 
 describe('rate limiter outage', () => {
   it('lets requests through uncounted when the shared store is unreachable, instead of failing them', async () => {
-    const down = await startTestApp({ rateLimiter: new RedisRateLimiter({ url: 'redis://127.0.0.1:1', keyPrefix: `sb:test:${Date.now()}:` }) });
+    const down = await startTestApp({
+      rateLimiter: new RedisRateLimiter({
+        url: 'redis://127.0.0.1:1',
+        keyPrefix: `sb:test:${Date.now()}:`,
+      }),
+    });
     try {
       const acc = await newAccount(down, { rateLimit: 1 });
       for (let i = 0; i < 3; i++) {

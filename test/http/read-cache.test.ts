@@ -2,7 +2,13 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { CacheFeed } from '../../src/db/cache-feed.js';
 import { ReadCache } from '../../src/db/read-cache.js';
-import { newAccount, randomPhone, startTestApp, type TestAccount, type TestApp } from '../helpers.js';
+import {
+  newAccount,
+  randomPhone,
+  startTestApp,
+  type TestAccount,
+  type TestApp,
+} from '../helpers.js';
 
 // The API caches key owners and contacts in process. These tests change rows the way another
 // process would (plain SQL on another connection) and through the API, and check that no read
@@ -16,12 +22,17 @@ afterAll(() => t.close());
 const SOON = { timeout: 5_000, interval: 20 };
 
 async function createContact(acc: TestAccount, name: string) {
-  const res = await acc.call({ method: 'POST', url: '/v1/contacts', payload: { phone: randomPhone(), name } });
+  const res = await acc.call({
+    method: 'POST',
+    url: '/v1/contacts',
+    payload: { phone: randomPhone(), name },
+  });
   expect(res.statusCode, res.body).toBe(201);
   return res.json<{ id: string; name: string }>();
 }
 
-const read = (acc: TestAccount, id: string) => acc.call({ method: 'GET', url: `/v1/contacts/${id}` });
+const read = (acc: TestAccount, id: string) =>
+  acc.call({ method: 'GET', url: `/v1/contacts/${id}` });
 
 describe('read caches', () => {
   it('are on while the change feed listens', () => {
@@ -35,9 +46,17 @@ describe('read caches', () => {
     const contact = await createContact(acc, 'Before');
     expect((await read(acc, contact.id)).json().name).toBe('Before');
     expect((await read(acc, contact.id)).json().name).toBe('Before');
-    await acc.call({ method: 'PUT', url: `/v1/contacts/${contact.id}`, payload: { name: 'After' } });
+    await acc.call({
+      method: 'PUT',
+      url: `/v1/contacts/${contact.id}`,
+      payload: { name: 'After' },
+    });
     expect((await read(acc, contact.id)).json().name).toBe('After');
-    await acc.call({ method: 'POST', url: `/v1/contacts/${contact.id}/lifecycle`, payload: { lifecycle_stage: 'customer' } });
+    await acc.call({
+      method: 'POST',
+      url: `/v1/contacts/${contact.id}/lifecycle`,
+      payload: { lifecycle_stage: 'customer' },
+    });
     expect((await read(acc, contact.id)).json().lifecycle_stage).toBe('customer');
     await acc.call({ method: 'DELETE', url: `/v1/contacts/${contact.id}` });
     expect((await read(acc, contact.id)).statusCode).toBe(404);
@@ -47,9 +66,21 @@ describe('read caches', () => {
     const acc = await newAccount(t);
     const contact = await createContact(acc, 'Cached');
     expect((await read(acc, contact.id)).json().name).toBe('Cached');
-    await t.db.updateTable('contacts').set({ name: 'Elsewhere' }).where('account_id', '=', acc.accountId).where('id', '=', contact.id).execute();
-    await vi.waitFor(async () => expect((await read(acc, contact.id)).json().name).toBe('Elsewhere'), SOON);
-    await t.db.deleteFrom('contacts').where('account_id', '=', acc.accountId).where('id', '=', contact.id).execute();
+    await t.db
+      .updateTable('contacts')
+      .set({ name: 'Elsewhere' })
+      .where('account_id', '=', acc.accountId)
+      .where('id', '=', contact.id)
+      .execute();
+    await vi.waitFor(
+      async () => expect((await read(acc, contact.id)).json().name).toBe('Elsewhere'),
+      SOON,
+    );
+    await t.db
+      .deleteFrom('contacts')
+      .where('account_id', '=', acc.accountId)
+      .where('id', '=', contact.id)
+      .execute();
     await vi.waitFor(async () => expect((await read(acc, contact.id)).statusCode).toBe(404), SOON);
   });
 
@@ -58,12 +89,24 @@ describe('read caches', () => {
     const other = await newAccount(t);
     const contact = await createContact(acc, 'Key');
     expect((await read(acc, contact.id)).statusCode).toBe(200);
-    await t.db.updateTable('api_keys').set({ revoked_at: new Date() }).where('id', '=', acc.keyId).execute();
+    await t.db
+      .updateTable('api_keys')
+      .set({ revoked_at: new Date() })
+      .where('id', '=', acc.keyId)
+      .execute();
     await vi.waitFor(async () => expect((await read(acc, contact.id)).statusCode).toBe(401), SOON);
 
     expect((await other.call({ method: 'GET', url: '/v1/contacts' })).statusCode).toBe(200);
-    await t.db.updateTable('accounts').set({ plan: 'starter' }).where('id', '=', other.accountId).execute();
-    await vi.waitFor(async () => expect((await other.call({ method: 'GET', url: '/v1/contacts' })).statusCode).toBe(403), SOON);
+    await t.db
+      .updateTable('accounts')
+      .set({ plan: 'starter' })
+      .where('id', '=', other.accountId)
+      .execute();
+    await vi.waitFor(
+      async () =>
+        expect((await other.call({ method: 'GET', url: '/v1/contacts' })).statusCode).toBe(403),
+      SOON,
+    );
   });
 
   it('while the feed is down the caches are off (reads see every change at once), and back on when it reconnects', async () => {
@@ -74,20 +117,38 @@ describe('read caches', () => {
     await sql`SELECT pg_terminate_backend(${pid})`.execute(t.db);
     await vi.waitFor(() => expect(t.services.caches.contact.isEnabled).toBe(false), SOON);
     // Nothing announces this change while the feed is down: only a disabled cache can see it.
-    await t.db.updateTable('contacts').set({ name: 'Two' }).where('account_id', '=', acc.accountId).where('id', '=', contact.id).execute();
+    await t.db
+      .updateTable('contacts')
+      .set({ name: 'Two' })
+      .where('account_id', '=', acc.accountId)
+      .where('id', '=', contact.id)
+      .execute();
     expect((await read(acc, contact.id)).json().name).toBe('Two');
     await vi.waitFor(() => expect(t.feed!.listenerPid).not.toBeNull(), SOON);
     expect(t.feed!.listenerPid).not.toBe(pid);
     expect(t.services.caches.contact.isEnabled).toBe(true);
     expect((await read(acc, contact.id)).json().name).toBe('Two');
-    await t.db.updateTable('contacts').set({ name: 'Three' }).where('account_id', '=', acc.accountId).where('id', '=', contact.id).execute();
-    await vi.waitFor(async () => expect((await read(acc, contact.id)).json().name).toBe('Three'), SOON);
+    await t.db
+      .updateTable('contacts')
+      .set({ name: 'Three' })
+      .where('account_id', '=', acc.accountId)
+      .where('id', '=', contact.id)
+      .execute();
+    await vi.waitFor(
+      async () => expect((await read(acc, contact.id)).json().name).toBe('Three'),
+      SOON,
+    );
   });
 
   it('a listening connection that stops answering (a silent partition) is given up: the caches go off', async (ctx) => {
     const cache = new ReadCache<string>({ maxEntries: 10, ttlMs: 60_000 });
     const log = { info: () => undefined, warn: () => undefined };
-    const feed = new CacheFeed({ url: inject('databaseUrl'), log, heartbeatMs: 200, retryMs: 60_000 });
+    const feed = new CacheFeed({
+      url: inject('databaseUrl'),
+      log,
+      heartbeatMs: 200,
+      retryMs: 60_000,
+    });
     feed.subscribe('contact', cache);
     await feed.start();
     try {

@@ -1,7 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JobQueue, type JobKind } from '../../src/jobs/job-queue.js';
-import { JobRunner, type ClaimedJob, type JobHandler, type JobOutcome } from '../../src/jobs/job-runner.js';
+import {
+  JobRunner,
+  type ClaimedJob,
+  type JobHandler,
+  type JobOutcome,
+} from '../../src/jobs/job-runner.js';
 import { startTestApp, type TestApp } from '../helpers.js';
 import { freezeClock } from '../inbox-helpers.js';
 
@@ -23,7 +28,11 @@ function testKind(): JobKind {
   return `test.${randomUUID()}` as JobKind;
 }
 
-function handler(kind: JobKind, retryDelaysMs: number[], handle: (job: ClaimedJob) => Promise<JobOutcome>): JobHandler {
+function handler(
+  kind: JobKind,
+  retryDelaysMs: number[],
+  handle: (job: ClaimedJob) => Promise<JobOutcome>,
+): JobHandler {
   return { kind, retryDelaysMs, handle };
 }
 
@@ -35,14 +44,26 @@ async function enqueue(kind: JobKind, n: number, delayMs = 0): Promise<string[]>
   return t.db.transaction().execute(async (trx) => {
     const ids = [];
     for (let i = 0; i < n; i++) {
-      ids.push(await queue.enqueue(trx, 'acc_jobtest', kind, { v: 1, message_id: `msg_${i}`, status: 'delivered' }, { delayMs }));
+      ids.push(
+        await queue.enqueue(
+          trx,
+          'acc_jobtest',
+          kind,
+          { v: 1, message_id: `msg_${i}`, status: 'delivered' },
+          { delayMs },
+        ),
+      );
     }
     return ids;
   });
 }
 
 function rowsOf(kind: JobKind) {
-  return t.db.selectFrom('jobs').select(['id', 'run_at', 'attempts', 'locked_until', 'last_error']).where('kind', '=', kind).execute();
+  return t.db
+    .selectFrom('jobs')
+    .select(['id', 'run_at', 'attempts', 'locked_until', 'last_error'])
+    .where('kind', '=', kind)
+    .execute();
 }
 
 /** Lets other promises (and the database) make progress. */
@@ -151,12 +172,16 @@ describe('JobRunner', () => {
     // Runner A claims the job, and its handler never finishes: as good as a killed worker.
     let releaseA!: () => void;
     const stuck = new Promise<void>((resolve) => (releaseA = resolve));
-    const a = runner([handler(kind, [1000], async () => (await stuck, { status: 'done' }))], { leaseMs: 30_000 });
+    const a = runner([handler(kind, [1000], async () => (await stuck, { status: 'done' }))], {
+      leaseMs: 30_000,
+    });
     const aDrain = a.drain(1);
     await until(async () => (await rowsOf(kind))[0]?.attempts === 1);
 
     let bCalls = 0;
-    const b = runner([handler(kind, [1000], async () => ((bCalls += 1), { status: 'done' }))], { leaseMs: 30_000 });
+    const b = runner([handler(kind, [1000], async () => ((bCalls += 1), { status: 'done' }))], {
+      leaseMs: 30_000,
+    });
     expect(await b.drain()).toBe(0); // the lease holds
     t.clock.advance(30_000);
     expect(await b.drain()).toBe(0); // still held at the lease's last instant
@@ -180,7 +205,9 @@ describe('JobRunner', () => {
       .where('id', '=', id!)
       .execute();
     const seen: number[] = [];
-    const r = runner([handler(kind, [1000], async (job) => (seen.push(job.attempts), { status: 'done' }))]);
+    const r = runner([
+      handler(kind, [1000], async (job) => (seen.push(job.attempts), { status: 'done' })),
+    ]);
     expect(await r.drain()).toBe(1);
     expect(seen).toEqual([2]);
     expect(await rowsOf(kind)).toEqual([]);

@@ -1,7 +1,22 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JobRunner } from '../../src/jobs/job-runner.js';
-import { newAccount, randomPhone, startTestApp, type TestAccount, type TestApp } from '../helpers.js';
-import { createContact, createTemplate, eventsOf, expectError, expectStatus, freezeClock, receive, sendText } from '../inbox-helpers.js';
+import {
+  newAccount,
+  randomPhone,
+  startTestApp,
+  type TestAccount,
+  type TestApp,
+} from '../helpers.js';
+import {
+  createContact,
+  createTemplate,
+  eventsOf,
+  expectError,
+  expectStatus,
+  freezeClock,
+  receive,
+  sendText,
+} from '../inbox-helpers.js';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -13,29 +28,58 @@ function inbound(acc: TestAccount, payload: Record<string, unknown>) {
   return acc.call({ method: 'POST', url: '/v1/sandbox/inbound', payload });
 }
 function setStatus(acc: TestAccount, id: string, status: string, reason?: string) {
-  return acc.call({ method: 'POST', url: `/v1/sandbox/messages/${id}/status`, payload: reason === undefined ? { status } : { status, reason } });
+  return acc.call({
+    method: 'POST',
+    url: `/v1/sandbox/messages/${id}/status`,
+    payload: reason === undefined ? { status } : { status, reason },
+  });
 }
 async function contactsOf(acc: TestAccount) {
-  return t.db.selectFrom('contacts').select(['id', 'phone']).where('account_id', '=', acc.accountId).execute();
+  return t.db
+    .selectFrom('contacts')
+    .select(['id', 'phone'])
+    .where('account_id', '=', acc.accountId)
+    .execute();
 }
 async function conversationsOf(app: TestApp, acc: TestAccount) {
-  return app.db.selectFrom('conversations').select(['id', 'contact_id', 'channel', 'status']).where('account_id', '=', acc.accountId).execute();
+  return app.db
+    .selectFrom('conversations')
+    .select(['id', 'contact_id', 'channel', 'status'])
+    .where('account_id', '=', acc.accountId)
+    .execute();
 }
 
 describe('POST /v1/sandbox/inbound', () => {
   it('an unknown phone creates the contact (contact.created), the conversation, and emits message.received with the message', async () => {
     const acc = await newAccount(t);
     const phone = randomPhone();
-    const res = await inbound(acc, { channel: 'whatsapp', phone, type: 'text', content: 'hi, anyone there?' });
+    const res = await inbound(acc, {
+      channel: 'whatsapp',
+      phone,
+      type: 'text',
+      content: 'hi, anyone there?',
+    });
     expectStatus(res, 201);
     const message = res.json();
-    expect(message).toMatchObject({ direction: 'inbound', type: 'text', content: 'hi, anyone there?', media_url: null });
+    expect(message).toMatchObject({
+      direction: 'inbound',
+      type: 'text',
+      content: 'hi, anyone there?',
+      media_url: null,
+    });
     expect(message.id).toMatch(/^msg_/);
 
     const contacts = await contactsOf(acc);
     expect(contacts).toEqual([{ id: expect.stringMatching(/^con_/), phone }]);
     const convs = await conversationsOf(t, acc);
-    expect(convs).toEqual([{ id: message.conversation_id, contact_id: contacts[0]!.id, channel: 'whatsapp', status: 'open' }]);
+    expect(convs).toEqual([
+      {
+        id: message.conversation_id,
+        contact_id: contacts[0]!.id,
+        channel: 'whatsapp',
+        status: 'open',
+      },
+    ]);
 
     const events = await eventsOf(t.db, acc.accountId);
     expect(events.map((e) => e.type)).toEqual(['contact.created', 'message.received']);
@@ -53,14 +97,20 @@ describe('POST /v1/sandbox/inbound', () => {
     expectStatus(second, 201);
     expect(second.json().conversation_id).toBe(first.json().conversation_id);
     expect(await contactsOf(acc)).toHaveLength(1);
-    expect((await eventsOf(t.db, acc.accountId)).map((e) => e.type)).toEqual(['contact.created', 'message.received', 'message.received']);
+    expect((await eventsOf(t.db, acc.accountId)).map((e) => e.type)).toEqual([
+      'contact.created',
+      'message.received',
+      'message.received',
+    ]);
   });
 
   it('10 concurrent first messages from one unknown phone make one contact, one contact.created and one conversation', async () => {
     const acc = await newAccount(t);
     const phone = randomPhone();
     const results = await Promise.all(
-      Array.from({ length: 10 }, (_, i) => inbound(acc, { channel: 'whatsapp', phone, type: 'text', content: `burst ${i}` })),
+      Array.from({ length: 10 }, (_, i) =>
+        inbound(acc, { channel: 'whatsapp', phone, type: 'text', content: `burst ${i}` }),
+      ),
     );
     for (const r of results) expectStatus(r, 201);
     expect(await contactsOf(acc)).toHaveLength(1);
@@ -75,21 +125,38 @@ describe('POST /v1/sandbox/inbound', () => {
     const acc = await newAccount(t);
     const contact = await createContact(acc);
     const first = await receive(acc, contact.id, 'instagram');
-    const resolved = await acc.call({ method: 'POST', url: `/v1/conversations/${first.conversation_id}/resolve` });
+    const resolved = await acc.call({
+      method: 'POST',
+      url: `/v1/conversations/${first.conversation_id}/resolve`,
+    });
     expect(resolved.json().status).toBe('resolved');
     const again = await receive(acc, contact.id, 'instagram', 'me again');
     expect(again.conversation_id).toBe(first.conversation_id);
-    const conv = await acc.call({ method: 'GET', url: `/v1/conversations/${first.conversation_id}` });
+    const conv = await acc.call({
+      method: 'GET',
+      url: `/v1/conversations/${first.conversation_id}`,
+    });
     expect(conv.json().status).toBe('open');
   });
 
   it('with contact_id: the message joins that contact, and no contact is created', async () => {
     const acc = await newAccount(t);
     const contact = await createContact(acc);
-    const res = await inbound(acc, { channel: 'messenger', contact_id: contact.id, type: 'text', content: 'hello' });
+    const res = await inbound(acc, {
+      channel: 'messenger',
+      contact_id: contact.id,
+      type: 'text',
+      content: 'hello',
+    });
     expectStatus(res, 201);
     const convs = await conversationsOf(t, acc);
-    expect(convs).toEqual([expect.objectContaining({ id: res.json().conversation_id, contact_id: contact.id, channel: 'messenger' })]);
+    expect(convs).toEqual([
+      expect.objectContaining({
+        id: res.json().conversation_id,
+        contact_id: contact.id,
+        channel: 'messenger',
+      }),
+    ]);
     expect(await contactsOf(acc)).toHaveLength(1);
     const events = await eventsOf(t.db, acc.accountId);
     expect(events.map((e) => e.type)).toEqual(['contact.created', 'message.received']); // the first from POST /contacts
@@ -98,29 +165,58 @@ describe('POST /v1/sandbox/inbound', () => {
 
   it('an image arrives with its media_url', async () => {
     const acc = await newAccount(t);
-    const res = await inbound(acc, { channel: 'webchat', phone: randomPhone(), type: 'image', media_url: 'https://cdn.example.com/cat.jpg' });
+    const res = await inbound(acc, {
+      channel: 'webchat',
+      phone: randomPhone(),
+      type: 'image',
+      media_url: 'https://cdn.example.com/cat.jpg',
+    });
     expectStatus(res, 201);
-    expect(res.json()).toMatchObject({ type: 'image', content: null, media_url: 'https://cdn.example.com/cat.jpg' });
+    expect(res.json()).toMatchObject({
+      type: 'image',
+      content: null,
+      media_url: 'https://cdn.example.com/cat.jpg',
+    });
   });
 
   it('both phone and contact_id, or neither, is a 422', async () => {
     const acc = await newAccount(t);
     const contact = await createContact(acc);
-    expectError(await inbound(acc, { channel: 'webchat', phone: randomPhone(), contact_id: contact.id, type: 'text', content: 'x' }), 422);
+    expectError(
+      await inbound(acc, {
+        channel: 'webchat',
+        phone: randomPhone(),
+        contact_id: contact.id,
+        type: 'text',
+        content: 'x',
+      }),
+      422,
+    );
     expectError(await inbound(acc, { channel: 'webchat', type: 'text', content: 'x' }), 422);
     expect(await conversationsOf(t, acc)).toEqual([]);
   });
 
   it('an unknown contact_id is a 404', async () => {
     const acc = await newAccount(t);
-    expectError(await inbound(acc, { channel: 'webchat', contact_id: 'con_00000000000000000000000000', type: 'text', content: 'x' }), 404);
+    expectError(
+      await inbound(acc, {
+        channel: 'webchat',
+        contact_id: 'con_00000000000000000000000000',
+        type: 'text',
+        content: 'x',
+      }),
+      404,
+    );
     expect(await conversationsOf(t, acc)).toEqual([]);
   });
 
   it('a phone that is not E.164 is a 422, and nothing is created', async () => {
     const acc = await newAccount(t);
     for (const phone of ['4155550123', '+0123456789', '+1 415 555 0123', '+12']) {
-      expectError(await inbound(acc, { channel: 'webchat', phone, type: 'text', content: 'x' }), 422);
+      expectError(
+        await inbound(acc, { channel: 'webchat', phone, type: 'text', content: 'x' }),
+        422,
+      );
     }
     expect(await contactsOf(acc)).toEqual([]);
     expect(await eventsOf(t.db, acc.accountId)).toEqual([]);
@@ -128,9 +224,26 @@ describe('POST /v1/sandbox/inbound', () => {
 
   it('a text without content, or an image without media_url, is a 422', async () => {
     const acc = await newAccount(t);
-    expectError(await inbound(acc, { channel: 'webchat', phone: randomPhone(), type: 'text' }), 422, 'content');
-    expectError(await inbound(acc, { channel: 'webchat', phone: randomPhone(), type: 'image' }), 422, 'media_url');
-    expectError(await inbound(acc, { channel: 'webchat', phone: randomPhone(), type: 'template', content: 'x' }), 422, 'type');
+    expectError(
+      await inbound(acc, { channel: 'webchat', phone: randomPhone(), type: 'text' }),
+      422,
+      'content',
+    );
+    expectError(
+      await inbound(acc, { channel: 'webchat', phone: randomPhone(), type: 'image' }),
+      422,
+      'media_url',
+    );
+    expectError(
+      await inbound(acc, {
+        channel: 'webchat',
+        phone: randomPhone(),
+        type: 'template',
+        content: 'x',
+      }),
+      422,
+      'type',
+    );
     expect(await contactsOf(acc)).toEqual([]);
   });
 });
@@ -149,7 +262,9 @@ describe('POST /v1/sandbox/messages/{id}/status', () => {
     return res.json().id as string;
   }
   async function eventsFor(id: string) {
-    return (await eventsOf(t.db, acc.accountId)).filter((e) => (e.data as { id?: string }).id === id);
+    return (await eventsOf(t.db, acc.accountId)).filter(
+      (e) => (e.data as { id?: string }).id === id,
+    );
   }
 
   it('sent → delivered answers the message and emits message.delivered with it', async () => {
@@ -203,14 +318,25 @@ describe('POST /v1/sandbox/messages/{id}/status', () => {
     const id = await sent();
     const failed = await setStatus(acc, id, 'failed', 'handset switched off');
     expectStatus(failed, 200);
-    expect(failed.json()).toMatchObject({ status: 'failed', failure_reason: 'handset switched off' });
+    expect(failed.json()).toMatchObject({
+      status: 'failed',
+      failure_reason: 'handset switched off',
+    });
     for (const status of ['delivered', 'read', 'failed']) {
-      const res = await setStatus(acc, id, status, status === 'failed' ? 'another reason' : undefined);
+      const res = await setStatus(
+        acc,
+        id,
+        status,
+        status === 'failed' ? 'another reason' : undefined,
+      );
       expectStatus(res, 200);
       expect(res.json()).toEqual(failed.json());
     }
     expect(await eventsFor(id)).toEqual([]);
-    const conv = await acc.call({ method: 'GET', url: `/v1/conversations/${failed.json().conversation_id}` });
+    const conv = await acc.call({
+      method: 'GET',
+      url: `/v1/conversations/${failed.json().conversation_id}`,
+    });
     expect(conv.json().messages.find((m: { id: string }) => m.id === id)).toEqual(failed.json());
   });
 
@@ -242,7 +368,9 @@ describe('POST /v1/sandbox/messages/{id}/status', () => {
 describe('sandbox auto-advance (delivered after 1000 ms, read after 3000 ms)', () => {
   let a: TestApp;
   beforeAll(async () => {
-    a = await startTestApp({ config: { sandboxAutoAdvance: true, sandboxDeliveredAfterMs: 1000, sandboxReadAfterMs: 3000 } });
+    a = await startTestApp({
+      config: { sandboxAutoAdvance: true, sandboxDeliveredAfterMs: 1000, sandboxReadAfterMs: 3000 },
+    });
     // Frozen far ahead: a runner on real time in another test file never finds these jobs due.
     freezeClock(a.clock, 10 * 365 * 24 * 60 * 60 * 1000);
   });
@@ -250,14 +378,30 @@ describe('sandbox auto-advance (delivered after 1000 ms, read after 3000 ms)', (
 
   /** The sandbox's own job handlers, scoped to the test's account (the jobs table is shared). */
   function runnerFor(acc: TestAccount): JobRunner {
-    return new JobRunner({ db: a.db, clock: a.clock, log: a.app.log, handlers: a.services.jobHandlers, accountId: acc.accountId });
+    return new JobRunner({
+      db: a.db,
+      clock: a.clock,
+      log: a.app.log,
+      handlers: a.services.jobHandlers,
+      accountId: acc.accountId,
+    });
   }
 
   async function jobsOf(acc: TestAccount) {
-    return a.db.selectFrom('jobs').select(['id', 'kind', 'payload', 'run_at', 'attempts']).where('account_id', '=', acc.accountId).orderBy('run_at').execute();
+    return a.db
+      .selectFrom('jobs')
+      .select(['id', 'kind', 'payload', 'run_at', 'attempts'])
+      .where('account_id', '=', acc.accountId)
+      .orderBy('run_at')
+      .execute();
   }
   async function messageOf(acc: TestAccount, id: string) {
-    const row = await a.db.selectFrom('messages').select(['status', 'failure_reason']).where('account_id', '=', acc.accountId).where('id', '=', id).executeTakeFirstOrThrow();
+    const row = await a.db
+      .selectFrom('messages')
+      .select(['status', 'failure_reason'])
+      .where('account_id', '=', acc.accountId)
+      .where('id', '=', id)
+      .executeTakeFirstOrThrow();
     return row;
   }
 
@@ -272,9 +416,26 @@ describe('sandbox auto-advance (delivered after 1000 ms, read after 3000 ms)', (
     const id = res.json().id;
 
     const jobs = await jobsOf(acc);
-    expect(jobs.map((j) => ({ kind: j.kind, payload: j.payload, at: j.run_at.getTime() - sentAt, attempts: j.attempts }))).toEqual([
-      { kind: 'sandbox.status', payload: { v: 1, message_id: id, status: 'delivered' }, at: 1000, attempts: 0 },
-      { kind: 'sandbox.status', payload: { v: 1, message_id: id, status: 'read' }, at: 3000, attempts: 0 },
+    expect(
+      jobs.map((j) => ({
+        kind: j.kind,
+        payload: j.payload,
+        at: j.run_at.getTime() - sentAt,
+        attempts: j.attempts,
+      })),
+    ).toEqual([
+      {
+        kind: 'sandbox.status',
+        payload: { v: 1, message_id: id, status: 'delivered' },
+        at: 1000,
+        attempts: 0,
+      },
+      {
+        kind: 'sandbox.status',
+        payload: { v: 1, message_id: id, status: 'read' },
+        at: 3000,
+        attempts: 0,
+      },
     ]);
 
     expect(await runner.drain()).toBe(0);
@@ -286,8 +447,13 @@ describe('sandbox auto-advance (delivered after 1000 ms, read after 3000 ms)', (
     a.clock.advance(1);
     expect(await runner.drain()).toBe(1);
     expect(await messageOf(acc, id)).toEqual({ status: 'delivered', failure_reason: null });
-    expect((await eventsOf(a.db, acc.accountId)).map((e) => e.type)).toEqual(['contact.created', 'message.delivered']);
-    expect((await jobsOf(acc)).map((j) => (j.payload as { status: string }).status)).toEqual(['read']);
+    expect((await eventsOf(a.db, acc.accountId)).map((e) => e.type)).toEqual([
+      'contact.created',
+      'message.delivered',
+    ]);
+    expect((await jobsOf(acc)).map((j) => (j.payload as { status: string }).status)).toEqual([
+      'read',
+    ]);
 
     a.clock.advance(1999);
     expect(await runner.drain()).toBe(0);
@@ -297,7 +463,11 @@ describe('sandbox auto-advance (delivered after 1000 ms, read after 3000 ms)', (
     expect(await runner.drain()).toBe(1);
     expect((await messageOf(acc, id)).status).toBe('read');
     const events = await eventsOf(a.db, acc.accountId);
-    expect(events.map((e) => e.type)).toEqual(['contact.created', 'message.delivered', 'message.read']);
+    expect(events.map((e) => e.type)).toEqual([
+      'contact.created',
+      'message.delivered',
+      'message.read',
+    ]);
     expect(events[2]!.data).toMatchObject({ id, status: 'read' });
     expect(await jobsOf(acc)).toEqual([]);
   });
@@ -319,7 +489,11 @@ describe('sandbox auto-advance (delivered after 1000 ms, read after 3000 ms)', (
     await runner.drain();
     expect((await messageOf(acc, id)).status).toBe('read');
     const events = await eventsOf(a.db, acc.accountId);
-    expect(events.map((e) => e.type)).toEqual(['contact.created', 'message.delivered', 'message.read']);
+    expect(events.map((e) => e.type)).toEqual([
+      'contact.created',
+      'message.delivered',
+      'message.read',
+    ]);
     expect(events[1]!.data).toMatchObject({ id, status: 'delivered' });
     // The stalled worker's lease ends; its late delivered report changes nothing.
     a.clock.advance(3_600_000);
@@ -338,7 +512,9 @@ describe('sandbox auto-advance (delivered after 1000 ms, read after 3000 ms)', (
     expectStatus(res, 201);
     expect(res.json().status).toBe('sent');
     const id = res.json().id;
-    expect((await jobsOf(acc)).map((j) => (j.payload as { status: string }).status)).toEqual(['failed']);
+    expect((await jobsOf(acc)).map((j) => (j.payload as { status: string }).status)).toEqual([
+      'failed',
+    ]);
 
     a.clock.advance(1000);
     await runner.drain();
@@ -361,16 +537,31 @@ describe('sandbox auto-advance (delivered after 1000 ms, read after 3000 ms)', (
     const approved = await createTemplate(acc, 'Hello {{1}}');
     const bad = [
       { channel: 'whatsapp', type: 'text', content: 'outside the window' },
-      { channel: 'whatsapp', type: 'template', template_name: pending.name, template_params: ['Ann'] },
+      {
+        channel: 'whatsapp',
+        type: 'template',
+        template_name: pending.name,
+        template_params: ['Ann'],
+      },
       { channel: 'whatsapp', type: 'template', template_name: approved.name, template_params: [] },
       { channel: 'whatsapp', type: 'template', template_name: 'missing_template' },
     ];
     for (const body of bad) {
-      const r = await acc.call({ method: 'POST', url: '/v1/messages/send', payload: { contact_id: contact.id, ...body } });
+      const r = await acc.call({
+        method: 'POST',
+        url: '/v1/messages/send',
+        payload: { contact_id: contact.id, ...body },
+      });
       expect([404, 422], r.body).toContain(r.statusCode);
     }
     expect(await jobsOf(acc)).toEqual([]);
-    expect(await a.db.selectFrom('messages').select('id').where('account_id', '=', acc.accountId).execute()).toEqual([]);
+    expect(
+      await a.db
+        .selectFrom('messages')
+        .select('id')
+        .where('account_id', '=', acc.accountId)
+        .execute(),
+    ).toEqual([]);
   });
 
   it('a status set by hand first makes the later scheduled updates no-ops (no duplicate events)', async () => {
@@ -378,12 +569,19 @@ describe('sandbox auto-advance (delivered after 1000 ms, read after 3000 ms)', (
     const runner = runnerFor(acc);
     const contact = await createContact(acc);
     const id = (await sendText(acc, contact.id)).json().id;
-    const read = await acc.call({ method: 'POST', url: `/v1/sandbox/messages/${id}/status`, payload: { status: 'read' } });
+    const read = await acc.call({
+      method: 'POST',
+      url: `/v1/sandbox/messages/${id}/status`,
+      payload: { status: 'read' },
+    });
     expect(read.json().status).toBe('read');
     a.clock.advance(3000);
     await runner.drain();
     expect((await messageOf(acc, id)).status).toBe('read');
-    expect((await eventsOf(a.db, acc.accountId)).map((e) => e.type)).toEqual(['contact.created', 'message.read']);
+    expect((await eventsOf(a.db, acc.accountId)).map((e) => e.type)).toEqual([
+      'contact.created',
+      'message.read',
+    ]);
     expect(await jobsOf(acc)).toEqual([]);
   });
 });

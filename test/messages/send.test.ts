@@ -31,7 +31,11 @@ beforeAll(async () => {
       case '/doc.pdf':
         return { status: 200, headers: { 'content-type': 'application/pdf' }, body: PDF };
       case '/page.html':
-        return { status: 200, headers: { 'content-type': 'text/html; charset=utf-8' }, body: '<html></html>' };
+        return {
+          status: 200,
+          headers: { 'content-type': 'text/html; charset=utf-8' },
+          body: '<html></html>',
+        };
       case '/moved.png':
         return { status: 302, headers: { location: media.url('/pic.png') } };
       case '/downgrade.png':
@@ -57,7 +61,14 @@ describe('POST /v1/messages/send: message kinds', () => {
     const res = await sendText(acc, contact.id, 'webchat', 'hello');
     expectStatus(res, 201);
     const m = res.json();
-    expect(m).toMatchObject({ direction: 'outbound', status: 'sent', type: 'text', content: 'hello', media_url: null, failure_reason: null });
+    expect(m).toMatchObject({
+      direction: 'outbound',
+      status: 'sent',
+      type: 'text',
+      content: 'hello',
+      media_url: null,
+      failure_reason: null,
+    });
     expect(m.id).toMatch(/^msg_/);
     expect(m.conversation_id).toMatch(/^conv_/);
     expect(new Date(m.created_at).toISOString()).toBe(m.created_at);
@@ -69,23 +80,44 @@ describe('POST /v1/messages/send: message kinds', () => {
     await receive(acc, contact.id, 'whatsapp');
     const res = await sendText(acc, contact.id, 'whatsapp', 'thanks for writing');
     expectStatus(res, 201);
-    expect(res.json()).toMatchObject({ direction: 'outbound', status: 'sent', content: 'thanks for writing' });
+    expect(res.json()).toMatchObject({
+      direction: 'outbound',
+      status: 'sent',
+      content: 'thanks for writing',
+    });
   });
 
   it('a template message carries the rendered text with {{n}} filled in order', async () => {
     const acc = await newAccount(t);
     const contact = await createContact(acc);
     const tpl = await createTemplate(acc, 'Hi {{1}}, order {{2}} has shipped. Bye {{1}}!');
-    const res = await send(acc, { contact_id: contact.id, channel: 'whatsapp', type: 'template', template_name: tpl.name, template_params: ['Ann', '#42'] });
+    const res = await send(acc, {
+      contact_id: contact.id,
+      channel: 'whatsapp',
+      type: 'template',
+      template_name: tpl.name,
+      template_params: ['Ann', '#42'],
+    });
     expectStatus(res, 201);
-    expect(res.json()).toMatchObject({ type: 'template', direction: 'outbound', status: 'sent', content: 'Hi Ann, order #42 has shipped. Bye Ann!' });
+    expect(res.json()).toMatchObject({
+      type: 'template',
+      direction: 'outbound',
+      status: 'sent',
+      content: 'Hi Ann, order #42 has shipped. Bye Ann!',
+    });
   });
 
   it('template parameter values are inserted as they are, never expanded again', async () => {
     const acc = await newAccount(t);
     const contact = await createContact(acc);
     const tpl = await createTemplate(acc, '{{1}} and {{2}}');
-    const res = await send(acc, { contact_id: contact.id, channel: 'webchat', type: 'template', template_name: tpl.name, template_params: ['{{2}}', '$1 $&'] });
+    const res = await send(acc, {
+      contact_id: contact.id,
+      channel: 'webchat',
+      type: 'template',
+      template_name: tpl.name,
+      template_params: ['{{2}}', '$1 $&'],
+    });
     expectStatus(res, 201);
     expect(res.json().content).toBe('{{2}} and $1 $&');
   });
@@ -94,16 +126,34 @@ describe('POST /v1/messages/send: message kinds', () => {
     const acc = await newAccount(t);
     const contact = await createContact(acc);
     const before = media.requests.length;
-    const res = await send(acc, { contact_id: contact.id, channel: 'webchat', type: 'image', media_url: media.url('/pic.png') });
+    const res = await send(acc, {
+      contact_id: contact.id,
+      channel: 'webchat',
+      type: 'image',
+      media_url: media.url('/pic.png'),
+    });
     expectStatus(res, 201);
-    expect(res.json()).toMatchObject({ type: 'image', content: null, status: 'sent', media_url: media.url('/pic.png') });
-    expect(media.requests.slice(before).map((r) => `${r.method} ${r.url}`)).toEqual(['GET /pic.png']);
+    expect(res.json()).toMatchObject({
+      type: 'image',
+      content: null,
+      status: 'sent',
+      media_url: media.url('/pic.png'),
+    });
+    expect(media.requests.slice(before).map((r) => `${r.method} ${r.url}`)).toEqual([
+      'GET /pic.png',
+    ]);
   });
 
   it('an image with a caption keeps the caption as content', async () => {
     const acc = await newAccount(t);
     const contact = await createContact(acc);
-    const res = await send(acc, { contact_id: contact.id, channel: 'webchat', type: 'image', media_url: media.url('/pic.png'), content: 'our new logo' });
+    const res = await send(acc, {
+      contact_id: contact.id,
+      channel: 'webchat',
+      type: 'image',
+      media_url: media.url('/pic.png'),
+      content: 'our new logo',
+    });
     expectStatus(res, 201);
     expect(res.json()).toMatchObject({ type: 'image', content: 'our new logo' });
   });
@@ -111,10 +161,21 @@ describe('POST /v1/messages/send: message kinds', () => {
   it('a document is fetched and has content null without a caption, the caption with one', async () => {
     const acc = await newAccount(t);
     const contact = await createContact(acc);
-    const plain = await send(acc, { contact_id: contact.id, channel: 'webchat', type: 'document', media_url: media.url('/doc.pdf') });
+    const plain = await send(acc, {
+      contact_id: contact.id,
+      channel: 'webchat',
+      type: 'document',
+      media_url: media.url('/doc.pdf'),
+    });
     expectStatus(plain, 201);
     expect(plain.json()).toMatchObject({ type: 'document', content: null, status: 'sent' });
-    const captioned = await send(acc, { contact_id: contact.id, channel: 'webchat', type: 'document', media_url: media.url('/doc.pdf'), content: 'your invoice' });
+    const captioned = await send(acc, {
+      contact_id: contact.id,
+      channel: 'webchat',
+      type: 'document',
+      media_url: media.url('/doc.pdf'),
+      content: 'your invoice',
+    });
     expectStatus(captioned, 201);
     expect(captioned.json()).toMatchObject({ type: 'document', content: 'your invoice' });
   });
@@ -129,16 +190,37 @@ describe('POST /v1/messages/send: fields per type', () => {
   });
 
   it('text without content is a 422 naming content', async () => {
-    expectError(await send(acc, { contact_id: contactId, channel: 'webchat', type: 'text' }), 422, 'content');
+    expectError(
+      await send(acc, { contact_id: contactId, channel: 'webchat', type: 'text' }),
+      422,
+      'content',
+    );
   });
 
   it('template without template_name is a 422 naming template_name', async () => {
-    expectError(await send(acc, { contact_id: contactId, channel: 'webchat', type: 'template' }), 422, 'template_name');
+    expectError(
+      await send(acc, { contact_id: contactId, channel: 'webchat', type: 'template' }),
+      422,
+      'template_name',
+    );
   });
 
   it('image and document without media_url are a 422 naming media_url', async () => {
-    expectError(await send(acc, { contact_id: contactId, channel: 'webchat', type: 'image' }), 422, 'media_url');
-    expectError(await send(acc, { contact_id: contactId, channel: 'webchat', type: 'document', content: 'caption only' }), 422, 'media_url');
+    expectError(
+      await send(acc, { contact_id: contactId, channel: 'webchat', type: 'image' }),
+      422,
+      'media_url',
+    );
+    expectError(
+      await send(acc, {
+        contact_id: contactId,
+        channel: 'webchat',
+        type: 'document',
+        content: 'caption only',
+      }),
+      422,
+      'media_url',
+    );
   });
 
   it('fields that do not belong to the type are a 422 naming them', async () => {
@@ -147,23 +229,60 @@ describe('POST /v1/messages/send: fields per type', () => {
       [{ type: 'text', content: 'x', template_params: ['a'] }, 'template_params'],
       [{ type: 'text', content: 'x', media_url: media.url('/pic.png') }, 'media_url'],
       [{ type: 'template', template_name: 'welcome', content: 'x' }, 'content'],
-      [{ type: 'template', template_name: 'welcome', media_url: media.url('/pic.png') }, 'media_url'],
-      [{ type: 'image', media_url: media.url('/pic.png'), template_name: 'welcome' }, 'template_name'],
-      [{ type: 'document', media_url: media.url('/doc.pdf'), template_params: ['a'] }, 'template_params'],
+      [
+        { type: 'template', template_name: 'welcome', media_url: media.url('/pic.png') },
+        'media_url',
+      ],
+      [
+        { type: 'image', media_url: media.url('/pic.png'), template_name: 'welcome' },
+        'template_name',
+      ],
+      [
+        { type: 'document', media_url: media.url('/doc.pdf'), template_params: ['a'] },
+        'template_params',
+      ],
     ];
     for (const [body, field] of cases) {
-      expectError(await send(acc, { contact_id: contactId, channel: 'webchat', ...body }), 422, field);
+      expectError(
+        await send(acc, { contact_id: contactId, channel: 'webchat', ...body }),
+        422,
+        field,
+      );
     }
-    expect(await t.db.selectFrom('messages').select('id').where('account_id', '=', acc.accountId).execute()).toEqual([]);
+    expect(
+      await t.db
+        .selectFrom('messages')
+        .select('id')
+        .where('account_id', '=', acc.accountId)
+        .execute(),
+    ).toEqual([]);
   });
 
   it('an unknown body field is a 422 naming it', async () => {
-    expectError(await send(acc, { contact_id: contactId, channel: 'webchat', type: 'text', content: 'x', priority: 'high' }), 422, 'priority');
+    expectError(
+      await send(acc, {
+        contact_id: contactId,
+        channel: 'webchat',
+        type: 'text',
+        content: 'x',
+        priority: 'high',
+      }),
+      422,
+      'priority',
+    );
   });
 
   it('an unknown channel or type is a 422', async () => {
-    expectError(await send(acc, { contact_id: contactId, channel: 'sms', type: 'text', content: 'x' }), 422, 'channel');
-    expectError(await send(acc, { contact_id: contactId, channel: 'webchat', type: 'audio', content: 'x' }), 422, 'type');
+    expectError(
+      await send(acc, { contact_id: contactId, channel: 'sms', type: 'text', content: 'x' }),
+      422,
+      'channel',
+    );
+    expectError(
+      await send(acc, { contact_id: contactId, channel: 'webchat', type: 'audio', content: 'x' }),
+      422,
+      'type',
+    );
   });
 });
 
@@ -177,7 +296,12 @@ describe('POST /v1/messages/send: references', () => {
   it('an unknown template is a 404 naming it', async () => {
     const acc = await newAccount(t);
     const contact = await createContact(acc);
-    const res = await send(acc, { contact_id: contact.id, channel: 'whatsapp', type: 'template', template_name: 'no_such_template' });
+    const res = await send(acc, {
+      contact_id: contact.id,
+      channel: 'whatsapp',
+      type: 'template',
+      template_name: 'no_such_template',
+    });
     expect(expectError(res, 404).message).toContain('no_such_template');
   });
 
@@ -186,7 +310,12 @@ describe('POST /v1/messages/send: references', () => {
     const contact = await createContact(acc);
     const tpl = await createTemplate(acc, 'Hello', null);
     expect(tpl.status).toBe('pending');
-    const res = await send(acc, { contact_id: contact.id, channel: 'whatsapp', type: 'template', template_name: tpl.name });
+    const res = await send(acc, {
+      contact_id: contact.id,
+      channel: 'whatsapp',
+      type: 'template',
+      template_name: tpl.name,
+    });
     expect(expectError(res, 422, 'template_name').message).toContain('pending');
   });
 
@@ -194,7 +323,12 @@ describe('POST /v1/messages/send: references', () => {
     const acc = await newAccount(t);
     const contact = await createContact(acc);
     const tpl = await createTemplate(acc, 'Hello', 'rejected');
-    const res = await send(acc, { contact_id: contact.id, channel: 'whatsapp', type: 'template', template_name: tpl.name });
+    const res = await send(acc, {
+      contact_id: contact.id,
+      channel: 'whatsapp',
+      type: 'template',
+      template_name: tpl.name,
+    });
     expect(expectError(res, 422, 'template_name').message).toContain('rejected');
   });
 
@@ -202,13 +336,26 @@ describe('POST /v1/messages/send: references', () => {
     const acc = await newAccount(t);
     const contact = await createContact(acc);
     const tpl = await createTemplate(acc, 'Hi {{1}}, your code is {{2}}');
-    const base = { contact_id: contact.id, channel: 'whatsapp', type: 'template', template_name: tpl.name };
+    const base = {
+      contact_id: contact.id,
+      channel: 'whatsapp',
+      type: 'template',
+      template_name: tpl.name,
+    };
     expectError(await send(acc, base), 422, 'template_params');
     expectError(await send(acc, { ...base, template_params: ['Ann'] }), 422, 'template_params');
-    expectError(await send(acc, { ...base, template_params: ['Ann', '1234', 'extra'] }), 422, 'template_params');
+    expectError(
+      await send(acc, { ...base, template_params: ['Ann', '1234', 'extra'] }),
+      422,
+      'template_params',
+    );
     expectStatus(await send(acc, { ...base, template_params: ['Ann', '1234'] }), 201);
     const noParams = await createTemplate(acc, 'No placeholders here');
-    expectError(await send(acc, { ...base, template_name: noParams.name, template_params: ['x'] }), 422, 'template_params');
+    expectError(
+      await send(acc, { ...base, template_name: noParams.name, template_params: ['x'] }),
+      422,
+      'template_params',
+    );
   });
 });
 
@@ -221,9 +368,17 @@ describe('POST /v1/messages/send: the conversation', () => {
     const second = await sendText(acc, contact.id, 'webchat', 'two');
     expectStatus(second, 201);
     expect(second.json().conversation_id).toBe(first.json().conversation_id);
-    const conv = await acc.call({ method: 'GET', url: `/v1/conversations/${first.json().conversation_id}` });
+    const conv = await acc.call({
+      method: 'GET',
+      url: `/v1/conversations/${first.json().conversation_id}`,
+    });
     expectStatus(conv, 200);
-    expect(conv.json()).toMatchObject({ contact_id: contact.id, channel: 'webchat', status: 'open', assigned_to: null });
+    expect(conv.json()).toMatchObject({
+      contact_id: contact.id,
+      channel: 'webchat',
+      status: 'open',
+      assigned_to: null,
+    });
     expect(conv.json().messages.map((m: { content: string }) => m.content)).toEqual(['one', 'two']);
     // Another channel is another conversation.
     await receive(acc, contact.id, 'messenger');
@@ -235,7 +390,9 @@ describe('POST /v1/messages/send: the conversation', () => {
   it('10 concurrent first sends to one (contact, channel) make exactly one conversation', async () => {
     const acc = await newAccount(t);
     const contact = await createContact(acc);
-    const results = await Promise.all(Array.from({ length: 10 }, (_, i) => sendText(acc, contact.id, 'webchat', `burst ${i}`)));
+    const results = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => sendText(acc, contact.id, 'webchat', `burst ${i}`)),
+    );
     for (const r of results) expectStatus(r, 201);
     const rows = await t.db
       .selectFrom('conversations')
@@ -291,7 +448,15 @@ describe('POST /v1/messages/send: the 24-hour customer service window', () => {
       w.clock.advance(1);
       expectError(await sendText(acc, contact.id, channel, 'too late'), 422);
       // An image is not a template either.
-      expectError(await send(acc, { contact_id: contact.id, channel, type: 'image', media_url: media.url('/pic.png') }), 422);
+      expectError(
+        await send(acc, {
+          contact_id: contact.id,
+          channel,
+          type: 'image',
+          media_url: media.url('/pic.png'),
+        }),
+        422,
+      );
     });
   }
 
@@ -316,12 +481,25 @@ describe('POST /v1/messages/send: the 24-hour customer service window', () => {
     const acc = await newAccount(w);
     const contact = await createContact(acc);
     const tpl = await createTemplate(acc, 'We have news for you');
-    const res = await send(acc, { contact_id: contact.id, channel: 'whatsapp', type: 'template', template_name: tpl.name });
+    const res = await send(acc, {
+      contact_id: contact.id,
+      channel: 'whatsapp',
+      type: 'template',
+      template_name: tpl.name,
+    });
     expectStatus(res, 201);
     expect(res.json().content).toBe('We have news for you');
     await receive(acc, contact.id, 'instagram');
     w.clock.advance(DAY * 3);
-    expectStatus(await send(acc, { contact_id: contact.id, channel: 'instagram', type: 'template', template_name: tpl.name }), 201);
+    expectStatus(
+      await send(acc, {
+        contact_id: contact.id,
+        channel: 'instagram',
+        type: 'template',
+        template_name: tpl.name,
+      }),
+      201,
+    );
   });
 
   it('webchat has no window', async () => {
@@ -341,7 +519,8 @@ describe('POST /v1/messages/send: media fetching', () => {
     acc = await newAccount(t);
     contactId = (await createContact(acc)).id;
   });
-  const image = (url: string) => send(acc, { contact_id: contactId, channel: 'webchat', type: 'image', media_url: url });
+  const image = (url: string) =>
+    send(acc, { contact_id: contactId, channel: 'webchat', type: 'image', media_url: url });
 
   it('an http:// media_url is a 422 from the schema, never fetched', async () => {
     const before = media.requests.length;
@@ -358,13 +537,25 @@ describe('POST /v1/messages/send: media fetching', () => {
     const error = expectError(await image(media.url('/page.html')), 422, 'media_url');
     expect(error.message).toContain('text/html');
     // The same file is no document either.
-    expectError(await send(acc, { contact_id: contactId, channel: 'webchat', type: 'document', media_url: media.url('/page.html') }), 422, 'media_url');
+    expectError(
+      await send(acc, {
+        contact_id: contactId,
+        channel: 'webchat',
+        type: 'document',
+        media_url: media.url('/page.html'),
+      }),
+      422,
+      'media_url',
+    );
   });
 
   it('a body larger than 16 MiB is a 422 (the stream is cut off)', async () => {
     let sent = 0;
     const server = https.createServer(
-      { key: readFileSync(new URL('../fixtures/tls/server.key', import.meta.url)), cert: readFileSync(new URL('../fixtures/tls/server.pem', import.meta.url)) },
+      {
+        key: readFileSync(new URL('../fixtures/tls/server.key', import.meta.url)),
+        cert: readFileSync(new URL('../fixtures/tls/server.pem', import.meta.url)),
+      },
       (_req, res) => {
         // No Content-Length: the client has to count the bytes as they stream in.
         res.writeHead(200, { 'content-type': 'image/png' });
@@ -384,7 +575,11 @@ describe('POST /v1/messages/send: media fetching', () => {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     try {
       const { port } = server.address() as AddressInfo;
-      const error = expectError(await image(`https://localhost:${port}/huge.png`), 422, 'media_url');
+      const error = expectError(
+        await image(`https://localhost:${port}/huge.png`),
+        422,
+        'media_url',
+      );
       expect(error.message).toMatch(/larger than|too large/);
     } finally {
       server.closeAllConnections();
@@ -410,9 +605,29 @@ describe('POST /v1/messages/send: media fetching', () => {
   it('a failed fetch leaves no message and no conversation behind', async () => {
     const other = await newAccount(t);
     const contact = await createContact(other);
-    expectError(await send(other, { contact_id: contact.id, channel: 'webchat', type: 'image', media_url: media.url('/gone.png') }), 422);
-    expect(await t.db.selectFrom('conversations').select('id').where('account_id', '=', other.accountId).execute()).toEqual([]);
-    expect(await t.db.selectFrom('messages').select('id').where('account_id', '=', other.accountId).execute()).toEqual([]);
+    expectError(
+      await send(other, {
+        contact_id: contact.id,
+        channel: 'webchat',
+        type: 'image',
+        media_url: media.url('/gone.png'),
+      }),
+      422,
+    );
+    expect(
+      await t.db
+        .selectFrom('conversations')
+        .select('id')
+        .where('account_id', '=', other.accountId)
+        .execute(),
+    ).toEqual([]);
+    expect(
+      await t.db
+        .selectFrom('messages')
+        .select('id')
+        .where('account_id', '=', other.accountId)
+        .execute(),
+    ).toEqual([]);
   });
 });
 
@@ -429,21 +644,36 @@ describe('POST /v1/messages/send: private media addresses (ALLOW_PRIVATE_TARGETS
 
   it('a media_url on 127.0.0.1 is a 422 mentioning a private address, never fetched', async () => {
     const before = media.requests.length;
-    const res = await send(acc, { contact_id: contactId, channel: 'webchat', type: 'image', media_url: `https://127.0.0.1:${media.port}/pic.png` });
+    const res = await send(acc, {
+      contact_id: contactId,
+      channel: 'webchat',
+      type: 'image',
+      media_url: `https://127.0.0.1:${media.port}/pic.png`,
+    });
     expect(expectError(res, 422, 'media_url').message).toContain('private');
     expect(media.requests.length).toBe(before);
   });
 
   it('a media_url on localhost (resolving to loopback) is a 422 mentioning a private address, never fetched', async () => {
     const before = media.requests.length;
-    const res = await send(acc, { contact_id: contactId, channel: 'webchat', type: 'image', media_url: media.url('/pic.png') });
+    const res = await send(acc, {
+      contact_id: contactId,
+      channel: 'webchat',
+      type: 'image',
+      media_url: media.url('/pic.png'),
+    });
     expect(expectError(res, 422, 'media_url').message).toContain('private');
     expect(media.requests.length).toBe(before);
   });
 
   it('a media_url on [::1] or the metadata address is a 422 mentioning a private address', async () => {
     for (const host of ['[::1]', '169.254.169.254', '[::ffff:127.0.0.1]']) {
-      const res = await send(acc, { contact_id: contactId, channel: 'webchat', type: 'document', media_url: `https://${host}:${media.port}/doc.pdf` });
+      const res = await send(acc, {
+        contact_id: contactId,
+        channel: 'webchat',
+        type: 'document',
+        media_url: `https://${host}:${media.port}/doc.pdf`,
+      });
       expect(expectError(res, 422, 'media_url').message, host).toContain('private');
     }
   });

@@ -34,7 +34,14 @@ describe('isPrivateAddress', () => {
     });
   }
 
-  const publicOnes = ['8.8.8.8', '1.1.1.1', '172.32.0.1', '100.128.0.1', '2001:4860:4860::8888', '::ffff:8.8.8.8'];
+  const publicOnes = [
+    '8.8.8.8',
+    '1.1.1.1',
+    '172.32.0.1',
+    '100.128.0.1',
+    '2001:4860:4860::8888',
+    '::ffff:8.8.8.8',
+  ];
   for (const address of publicOnes) {
     it(`${address} is public`, () => {
       expect(isPrivateAddress(address)).toBe(false);

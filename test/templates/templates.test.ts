@@ -1,6 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newAccount, startTestApp, type TestAccount, type TestApp } from '../helpers.js';
-import { createContact, createTemplate, expectError, expectStatus, freezeClock } from '../inbox-helpers.js';
+import {
+  createContact,
+  createTemplate,
+  expectError,
+  expectStatus,
+  freezeClock,
+} from '../inbox-helpers.js';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -9,7 +15,8 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-const create = (acc: TestAccount, payload: Record<string, unknown>) => acc.call({ method: 'POST', url: '/v1/templates', payload });
+const create = (acc: TestAccount, payload: Record<string, unknown>) =>
+  acc.call({ method: 'POST', url: '/v1/templates', payload });
 const review = (acc: TestAccount, id: string, status: string) =>
   acc.call({ method: 'POST', url: `/v1/sandbox/templates/${id}/review`, payload: { status } });
 
@@ -31,9 +38,18 @@ describe('POST /v1/templates', () => {
 
   it('keeps the language and category given', async () => {
     const acc = await newAccount(t);
-    const res = await create(acc, { name: 'promo_1', language: 'pt_BR', category: 'marketing', body: 'Oferta!' });
+    const res = await create(acc, {
+      name: 'promo_1',
+      language: 'pt_BR',
+      category: 'marketing',
+      body: 'Oferta!',
+    });
     expectStatus(res, 201);
-    expect(res.json()).toMatchObject({ language: 'pt_BR', category: 'marketing', status: 'pending' });
+    expect(res.json()).toMatchObject({
+      language: 'pt_BR',
+      category: 'marketing',
+      status: 'pending',
+    });
   });
 
   it('a name outside [a-z0-9_]{1,512} is a 422 naming name', async () => {
@@ -46,7 +62,11 @@ describe('POST /v1/templates', () => {
 
   it('a bad category, language, missing body or unknown field is a 422 naming it', async () => {
     const acc = await newAccount(t);
-    expectError(await create(acc, { name: 'a', body: 'x', category: 'transactional' }), 422, 'category');
+    expectError(
+      await create(acc, { name: 'a', body: 'x', category: 'transactional' }),
+      422,
+      'category',
+    );
     expectError(await create(acc, { name: 'a', body: 'x', language: 'English' }), 422, 'language');
     expectError(await create(acc, { name: 'a' }), 422, 'body');
     expectError(await create(acc, { name: 'a', body: 'x', status: 'approved' }), 422, 'status');
@@ -66,7 +86,10 @@ describe('POST /v1/templates', () => {
     expectError(await create(acc, { name: 'gap', body: 'Hi {{1}}, code {{3}}' }), 422, 'body');
     expectError(await create(acc, { name: 'no_one', body: 'Hi {{2}}' }), 422, 'body');
     expectError(await create(acc, { name: 'zero', body: 'Hi {{0}}' }), 422, 'body');
-    expectStatus(await create(acc, { name: 'repeat', body: '{{2}} and {{1}} and {{1}} again' }), 201);
+    expectStatus(
+      await create(acc, { name: 'repeat', body: '{{2}} and {{1}} and {{1}} again' }),
+      201,
+    );
   });
 });
 
@@ -81,8 +104,12 @@ describe('POST /v1/sandbox/templates/{id}/review', () => {
     const rejected = await review(acc, r.id, 'rejected');
     expectStatus(rejected, 200);
     expect(rejected.json()).toEqual({ ...r, status: 'rejected' });
-    expect((await acc.call({ method: 'GET', url: `/v1/templates/${a.id}` })).json().status).toBe('approved');
-    expect((await acc.call({ method: 'GET', url: `/v1/templates/${r.id}` })).json().status).toBe('rejected');
+    expect((await acc.call({ method: 'GET', url: `/v1/templates/${a.id}` })).json().status).toBe(
+      'approved',
+    );
+    expect((await acc.call({ method: 'GET', url: `/v1/templates/${r.id}` })).json().status).toBe(
+      'rejected',
+    );
   });
 
   it('an unknown template is a 404; a status other than approved/rejected is a 422', async () => {
@@ -110,7 +137,10 @@ describe('list, get and delete', () => {
     expect(page2.json()).toEqual({ data: [made[0]], total: 3, page: 2 });
     const one = await acc.call({ method: 'GET', url: `/v1/templates/${made[1].id}` });
     expect(one.json()).toEqual(made[1]);
-    expectError(await acc.call({ method: 'GET', url: '/v1/templates/tpl_00000000000000000000000000' }), 404);
+    expectError(
+      await acc.call({ method: 'GET', url: '/v1/templates/tpl_00000000000000000000000000' }),
+      404,
+    );
     const other = await newAccount(t);
     expectError(await other.call({ method: 'GET', url: `/v1/templates/${made[1].id}` }), 404);
     expect((await other.call({ method: 'GET', url: '/v1/templates' })).json().total).toBe(0);
@@ -145,12 +175,21 @@ describe('list, get and delete', () => {
     const sent = await acc.call({
       method: 'POST',
       url: '/v1/messages/send',
-      payload: { contact_id: contact.id, channel: 'whatsapp', type: 'template', template_name: 'welcome', template_params: ['Ann'] },
+      payload: {
+        contact_id: contact.id,
+        channel: 'whatsapp',
+        type: 'template',
+        template_name: 'welcome',
+        template_params: ['Ann'],
+      },
     });
     expectStatus(sent, 201);
     expectStatus(await acc.call({ method: 'DELETE', url: `/v1/templates/${tpl.id}` }), 200);
     await createTemplate(acc, 'Completely different {{1}}', 'approved', 'welcome');
-    const conv = await acc.call({ method: 'GET', url: `/v1/conversations/${sent.json().conversation_id}` });
+    const conv = await acc.call({
+      method: 'GET',
+      url: `/v1/conversations/${sent.json().conversation_id}`,
+    });
     expect(conv.json().messages).toEqual([sent.json()]);
     expect(conv.json().messages[0].content).toBe('Hello Ann, welcome aboard');
   });
@@ -163,7 +202,12 @@ describe('list, get and delete', () => {
     const res = await acc.call({
       method: 'POST',
       url: '/v1/messages/send',
-      payload: { contact_id: contact.id, channel: 'whatsapp', type: 'template', template_name: tpl.name },
+      payload: {
+        contact_id: contact.id,
+        channel: 'whatsapp',
+        type: 'template',
+        template_name: tpl.name,
+      },
     });
     expectError(res, 404);
   });

@@ -9,8 +9,10 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-const createUser = (acc: TestAccount, payload: Record<string, unknown>) => acc.call({ method: 'POST', url: '/v1/users', payload });
-const createTeam = (acc: TestAccount, payload: Record<string, unknown>) => acc.call({ method: 'POST', url: '/v1/teams', payload });
+const createUser = (acc: TestAccount, payload: Record<string, unknown>) =>
+  acc.call({ method: 'POST', url: '/v1/users', payload });
+const createTeam = (acc: TestAccount, payload: Record<string, unknown>) =>
+  acc.call({ method: 'POST', url: '/v1/teams', payload });
 const unique = () => Math.random().toString(36).slice(2, 10);
 
 describe('users', () => {
@@ -18,7 +20,12 @@ describe('users', () => {
     const acc = await newAccount(t);
     const res = await createUser(acc, { name: 'Grace Hopper', email: 'grace@example.com' });
     expectStatus(res, 201);
-    expect(res.json()).toEqual({ id: expect.stringMatching(/^usr_/), name: 'Grace Hopper', email: 'grace@example.com', created_at: t.clock.now().toISOString() });
+    expect(res.json()).toEqual({
+      id: expect.stringMatching(/^usr_/),
+      name: 'Grace Hopper',
+      email: 'grace@example.com',
+      created_at: t.clock.now().toISOString(),
+    });
   });
 
   it('lists users newest first with pages, and gets one; unknown id is a 404', async () => {
@@ -26,16 +33,25 @@ describe('users', () => {
     const made = [];
     for (const name of ['Ann', 'Bob', 'Cy']) {
       t.clock.advance(1000);
-      made.push((await createUser(acc, { name, email: `${name.toLowerCase()}@example.com` })).json());
+      made.push(
+        (await createUser(acc, { name, email: `${name.toLowerCase()}@example.com` })).json(),
+      );
     }
     const all = await acc.call({ method: 'GET', url: '/v1/users' });
     expectStatus(all, 200);
     expect(all.json()).toEqual({ data: [...made].reverse(), total: 3, page: 1 });
-    expect((await acc.call({ method: 'GET', url: '/v1/users?limit=1&page=3' })).json()).toEqual({ data: [made[0]], total: 3, page: 3 });
+    expect((await acc.call({ method: 'GET', url: '/v1/users?limit=1&page=3' })).json()).toEqual({
+      data: [made[0]],
+      total: 3,
+      page: 3,
+    });
     const one = await acc.call({ method: 'GET', url: `/v1/users/${made[1].id}` });
     expectStatus(one, 200);
     expect(one.json()).toEqual(made[1]);
-    expectError(await acc.call({ method: 'GET', url: '/v1/users/usr_00000000000000000000000000' }), 404);
+    expectError(
+      await acc.call({ method: 'GET', url: '/v1/users/usr_00000000000000000000000000' }),
+      404,
+    );
     const other = await newAccount(t);
     expectError(await other.call({ method: 'GET', url: `/v1/users/${made[1].id}` }), 404);
     expect((await other.call({ method: 'GET', url: '/v1/users' })).json().total).toBe(0);
@@ -60,7 +76,11 @@ describe('users', () => {
     }
     expectError(await createUser(acc, { email: 'a@example.com' }), 422, 'name');
     expectError(await createUser(acc, { name: '', email: 'a@example.com' }), 422, 'name');
-    expectError(await createUser(acc, { name: 'A', email: 'a@example.com', role: 'admin' }), 422, 'role');
+    expectError(
+      await createUser(acc, { name: 'A', email: 'a@example.com', role: 'admin' }),
+      422,
+      'role',
+    );
     expect((await acc.call({ method: 'GET', url: '/v1/users' })).json().total).toBe(0);
   });
 });
@@ -72,7 +92,12 @@ describe('teams', () => {
     const u2 = (await createUser(acc, { name: 'Bob', email: `${unique()}@example.com` })).json();
     const res = await createTeam(acc, { name: 'Support', user_ids: [u1.id, u2.id] });
     expectStatus(res, 201);
-    expect(res.json()).toEqual({ id: expect.stringMatching(/^team_/), name: 'Support', user_ids: [u1.id, u2.id], created_at: t.clock.now().toISOString() });
+    expect(res.json()).toEqual({
+      id: expect.stringMatching(/^team_/),
+      name: 'Support',
+      user_ids: [u1.id, u2.id],
+      created_at: t.clock.now().toISOString(),
+    });
   });
 
   it('user_ids is optional (an empty team) and repeated ids count once', async () => {
@@ -86,14 +111,21 @@ describe('teams', () => {
     expect(twice.json().user_ids).toEqual([u.id]);
   });
 
-  it('an unknown user id (or another account\'s user) is a 404 naming it, and no team is created', async () => {
+  it("an unknown user id (or another account's user) is a 404 naming it, and no team is created", async () => {
     const acc = await newAccount(t);
     const u = (await createUser(acc, { name: 'Ann', email: `${unique()}@example.com` })).json();
-    const res = await createTeam(acc, { name: 'Broken', user_ids: [u.id, 'usr_00000000000000000000000000'] });
+    const res = await createTeam(acc, {
+      name: 'Broken',
+      user_ids: [u.id, 'usr_00000000000000000000000000'],
+    });
     expect(expectError(res, 404).message).toContain('usr_00000000000000000000000000');
     const other = await newAccount(t);
-    const foreign = (await createUser(other, { name: 'Zed', email: `${unique()}@example.com` })).json();
-    expect(expectError(await createTeam(acc, { name: 'Foreign', user_ids: [foreign.id] }), 404).message).toContain(foreign.id);
+    const foreign = (
+      await createUser(other, { name: 'Zed', email: `${unique()}@example.com` })
+    ).json();
+    expect(
+      expectError(await createTeam(acc, { name: 'Foreign', user_ids: [foreign.id] }), 404).message,
+    ).toContain(foreign.id);
     expect((await acc.call({ method: 'GET', url: '/v1/teams' })).json().total).toBe(0);
   });
 
@@ -115,7 +147,10 @@ describe('teams', () => {
     expect(all.json()).toEqual({ data: [made[1], made[0]], total: 2, page: 1 });
     const one = await acc.call({ method: 'GET', url: `/v1/teams/${made[0].id}` });
     expect(one.json()).toEqual(made[0]);
-    expectError(await acc.call({ method: 'GET', url: '/v1/teams/team_00000000000000000000000000' }), 404);
+    expectError(
+      await acc.call({ method: 'GET', url: '/v1/teams/team_00000000000000000000000000' }),
+      404,
+    );
     const other = await newAccount(t);
     expectError(await other.call({ method: 'GET', url: `/v1/teams/${made[0].id}` }), 404);
   });

@@ -26,7 +26,11 @@ async function receiver(first: Reply[] = [], then: Reply = { status: 200 }) {
 afterEach(async () => {
   await Promise.all(receivers.splice(0).map((r) => r.close()));
   // What a test left queued must not reach a later test's receiver (ports get reused).
-  await t.db.updateTable('webhook_deliveries').set({ state: 'failed', locked_until: null }).where('state', '=', 'pending').execute();
+  await t.db
+    .updateTable('webhook_deliveries')
+    .set({ state: 'failed', locked_until: null })
+    .where('state', '=', 'pending')
+    .execute();
 });
 
 async function createWebhook(acc: TestAccount, url: string, events: string[]) {
@@ -45,40 +49,108 @@ async function drain(): Promise<number> {
   }
 }
 
-const parse = (req: RecordedRequest) => JSON.parse(req.body.toString()) as { id: string; event: string; timestamp: string; data: unknown };
+const parse = (req: RecordedRequest) =>
+  JSON.parse(req.body.toString()) as {
+    id: string;
+    event: string;
+    timestamp: string;
+    data: unknown;
+  };
 const header = (req: RecordedRequest, name: string) => req.headers[name] as string;
 
 async function attemptsOf(acc: TestAccount, webhookId: string) {
   const res = await acc.call({ method: 'GET', url: `/v1/webhooks/${webhookId}/deliveries` });
   expectStatus(res, 200);
-  return res.json<{ total: number; data: { id: string; event_id: string; event: string; attempt: number; status_code: number | null; error: string | null; duration_ms: number; created_at: string }[] }>();
+  return res.json<{
+    total: number;
+    data: {
+      id: string;
+      event_id: string;
+      event: string;
+      attempt: number;
+      status_code: number | null;
+      error: string | null;
+      duration_ms: number;
+      created_at: string;
+    }[];
+  }>();
 }
 
 async function deliveryRow(acc: TestAccount, webhookId: string) {
-  return t.db.selectFrom('webhook_deliveries').selectAll().where('account_id', '=', acc.accountId).where('webhook_id', '=', webhookId).executeTakeFirstOrThrow();
+  return t.db
+    .selectFrom('webhook_deliveries')
+    .selectAll()
+    .where('account_id', '=', acc.accountId)
+    .where('webhook_id', '=', webhookId)
+    .executeTakeFirstOrThrow();
 }
 
 describe('events', () => {
   it('every event type reaches a subscribed webhook with data equal to the API resource, and unsubscribed events are not sent', async () => {
     const rcv = await receiver();
     const acc = await newAccount(t);
-    await createWebhook(acc, rcv.url('/all'), ['contact.created', 'message.received', 'message.delivered', 'message.read', 'conversation.assigned', 'conversation.resolved', 'broadcast.completed']);
+    await createWebhook(acc, rcv.url('/all'), [
+      'contact.created',
+      'message.received',
+      'message.delivered',
+      'message.read',
+      'conversation.assigned',
+      'conversation.resolved',
+      'broadcast.completed',
+    ]);
     await createWebhook(acc, rcv.url('/read-only'), ['message.read']);
 
-    const contact = await acc.call({ method: 'POST', url: '/v1/contacts', payload: { phone: randomPhone(), name: 'Ada' } });
+    const contact = await acc.call({
+      method: 'POST',
+      url: '/v1/contacts',
+      payload: { phone: randomPhone(), name: 'Ada' },
+    });
     expectStatus(contact, 201);
-    const inbound = await acc.call({ method: 'POST', url: '/v1/sandbox/inbound', payload: { channel: 'webchat', contact_id: contact.json().id, type: 'text', content: 'hello' } });
+    const inbound = await acc.call({
+      method: 'POST',
+      url: '/v1/sandbox/inbound',
+      payload: {
+        channel: 'webchat',
+        contact_id: contact.json().id,
+        type: 'text',
+        content: 'hello',
+      },
+    });
     expectStatus(inbound, 201);
-    const sent = await acc.call({ method: 'POST', url: '/v1/messages/send', payload: { contact_id: contact.json().id, channel: 'webchat', type: 'text', content: 'hi Ada' } });
+    const sent = await acc.call({
+      method: 'POST',
+      url: '/v1/messages/send',
+      payload: {
+        contact_id: contact.json().id,
+        channel: 'webchat',
+        type: 'text',
+        content: 'hi Ada',
+      },
+    });
     expectStatus(sent, 201);
-    const delivered = await acc.call({ method: 'POST', url: `/v1/sandbox/messages/${sent.json().id}/status`, payload: { status: 'delivered' } });
+    const delivered = await acc.call({
+      method: 'POST',
+      url: `/v1/sandbox/messages/${sent.json().id}/status`,
+      payload: { status: 'delivered' },
+    });
     expectStatus(delivered, 200);
-    const read = await acc.call({ method: 'POST', url: `/v1/sandbox/messages/${sent.json().id}/status`, payload: { status: 'read' } });
+    const read = await acc.call({
+      method: 'POST',
+      url: `/v1/sandbox/messages/${sent.json().id}/status`,
+      payload: { status: 'read' },
+    });
     expectStatus(read, 200);
     const user = await createUser(acc, 'Grace');
-    const assigned = await acc.call({ method: 'POST', url: `/v1/conversations/${sent.json().conversation_id}/assign`, payload: { user_id: user.id } });
+    const assigned = await acc.call({
+      method: 'POST',
+      url: `/v1/conversations/${sent.json().conversation_id}/assign`,
+      payload: { user_id: user.id },
+    });
     expectStatus(assigned, 200);
-    const resolved = await acc.call({ method: 'POST', url: `/v1/conversations/${sent.json().conversation_id}/resolve` });
+    const resolved = await acc.call({
+      method: 'POST',
+      url: `/v1/conversations/${sent.json().conversation_id}/resolve`,
+    });
     expectStatus(resolved, 200);
 
     expect(await drain()).toBe(7);
@@ -93,7 +165,9 @@ describe('events', () => {
     expect(byEvent.get('conversation.assigned')?.data).toEqual(assigned.json());
     expect(byEvent.get('conversation.resolved')?.data).toEqual(resolved.json());
     expect((byEvent.get('message.delivered')?.data as { status: string }).status).toBe('delivered');
-    expect((byEvent.get('conversation.resolved')?.data as { status: string }).status).toBe('resolved');
+    expect((byEvent.get('conversation.resolved')?.data as { status: string }).status).toBe(
+      'resolved',
+    );
 
     const readOnly = rcv.requests.filter((r) => r.url === '/read-only').map(parse);
     expect(readOnly.map((e) => e.event)).toEqual(['message.read']);
@@ -112,7 +186,9 @@ describe('events', () => {
     const body = parse(rcv.requests[0]!);
     expect(body.event).toBe('contact.created');
     expect(body.data).toMatchObject({ id: contact.id, phone: contact.phone });
-    expect(body.timestamp).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/);
+    expect(body.timestamp).toMatch(
+      /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/,
+    );
     expect(new Date(body.timestamp).getTime()).toBe(before.getTime());
     expect(Object.keys(body)).toEqual(expect.arrayContaining(['event', 'timestamp', 'data']));
   });
@@ -138,7 +214,11 @@ describe('signing and retries', () => {
     const acc = await newAccount(t);
     const wh = await createWebhook(acc, rcv.url('/hook'), ['contact.created']);
     await createContact(acc);
-    const event = await t.db.selectFrom('events').select('id').where('account_id', '=', acc.accountId).executeTakeFirstOrThrow();
+    const event = await t.db
+      .selectFrom('events')
+      .select('id')
+      .where('account_id', '=', acc.accountId)
+      .executeTakeFirstOrThrow();
 
     await drain();
     expect(rcv.requests).toHaveLength(1);
@@ -154,19 +234,33 @@ describe('signing and retries', () => {
     for (const req of [first, second]) {
       expect(req.method).toBe('POST');
       expect(header(req, 'content-type')).toMatch(/^application\/json\b/);
-      expect(header(req, 'x-service-signature')).toBe(createHmac('sha256', wh.secret).update(req.body).digest('hex'));
+      expect(header(req, 'x-service-signature')).toBe(
+        createHmac('sha256', wh.secret).update(req.body).digest('hex'),
+      );
       expect(header(req, 'x-service-event-id')).toBe(event.id);
       expect(header(req, 'webhook-id')).toBe(event.id);
-      const verified = new StandardWebhook(wh.secret).verify(req.body.toString(), req.headers as Record<string, string>);
+      const verified = new StandardWebhook(wh.secret).verify(
+        req.body.toString(),
+        req.headers as Record<string, string>,
+      );
       expect(verified).toMatchObject({ event: 'contact.created' });
     }
     expect(header(first, 'x-service-delivery-attempt')).toBe('1');
     expect(header(second, 'x-service-delivery-attempt')).toBe('2');
     expect(second.body.equals(first.body)).toBe(true);
     // A tampered body fails both checks.
-    const tampered = Buffer.from(first.body.toString().replace('contact.created', 'contact.createe'));
-    expect(createHmac('sha256', wh.secret).update(tampered).digest('hex')).not.toBe(header(first, 'x-service-signature'));
-    expect(() => new StandardWebhook(wh.secret).verify(tampered.toString(), first.headers as Record<string, string>)).toThrow();
+    const tampered = Buffer.from(
+      first.body.toString().replace('contact.created', 'contact.createe'),
+    );
+    expect(createHmac('sha256', wh.secret).update(tampered).digest('hex')).not.toBe(
+      header(first, 'x-service-signature'),
+    );
+    expect(() =>
+      new StandardWebhook(wh.secret).verify(
+        tampered.toString(),
+        first.headers as Record<string, string>,
+      ),
+    ).toThrow();
 
     const log = await attemptsOf(acc, wh.id);
     expect(log.total).toBe(2);
@@ -174,8 +268,15 @@ describe('signing and retries', () => {
       [2, 200, null],
       [1, 500, expect.stringContaining('500')],
     ]);
-    for (const a of log.data) expect(a).toMatchObject({ event_id: event.id, event: 'contact.created', id: expect.stringMatching(/^dlv_/) });
-    expect(new Date(log.data[0]!.created_at).getTime()).toBeGreaterThan(new Date(log.data[1]!.created_at).getTime());
+    for (const a of log.data)
+      expect(a).toMatchObject({
+        event_id: event.id,
+        event: 'contact.created',
+        id: expect.stringMatching(/^dlv_/),
+      });
+    expect(new Date(log.data[0]!.created_at).getTime()).toBeGreaterThan(
+      new Date(log.data[1]!.created_at).getTime(),
+    );
     expect((await deliveryRow(acc, wh.id)).state).toBe('delivered');
     // Delivered: nothing more, ever.
     t.clock.advance(86_400_000);
@@ -184,7 +285,9 @@ describe('signing and retries', () => {
   });
 
   it("a receiver's Retry-After is honoured", async () => {
-    const rcv = await receiver([{ status: 503, headers: { 'retry-after': '120' } }], { status: 204 });
+    const rcv = await receiver([{ status: 503, headers: { 'retry-after': '120' } }], {
+      status: 204,
+    });
     const acc = await newAccount(t);
     const wh = await createWebhook(acc, rcv.url('/hook'), ['contact.created']);
     await createContact(acc);
@@ -207,7 +310,10 @@ describe('signing and retries', () => {
     await createContact(acc);
     await drain();
     expect(rcv.requests).toHaveLength(1);
-    const schedule = [5_000, 30_000, 120_000, 600_000, 1_800_000, 3_600_000, 10_800_000, 21_600_000, 43_200_000, 86_400_000, 86_400_000];
+    const schedule = [
+      5_000, 30_000, 120_000, 600_000, 1_800_000, 3_600_000, 10_800_000, 21_600_000, 43_200_000,
+      86_400_000, 86_400_000,
+    ];
     for (const [i, delay] of schedule.entries()) {
       t.clock.advance(delay - 1);
       await drain();
@@ -216,7 +322,9 @@ describe('signing and retries', () => {
       await drain();
       expect(rcv.requests, `retry ${i + 1} did not come`).toHaveLength(i + 2);
     }
-    expect(rcv.requests.map((r) => header(r, 'x-service-delivery-attempt'))).toEqual(Array.from({ length: 12 }, (_, i) => String(i + 1)));
+    expect(rcv.requests.map((r) => header(r, 'x-service-delivery-attempt'))).toEqual(
+      Array.from({ length: 12 }, (_, i) => String(i + 1)),
+    );
     expect(new Set(rcv.requests.map((r) => header(r, 'x-service-event-id'))).size).toBe(1);
     // Given up: nothing more, however long we wait.
     t.clock.advance(7 * 86_400_000);
@@ -254,7 +362,9 @@ describe('signing and retries', () => {
     expect(rcv.requests).toHaveLength(1);
     const got = await acc.call({ method: 'GET', url: `/v1/webhooks/${wh.id}` });
     expect(got.json().status).toBe('disabled');
-    expect((await acc.call({ method: 'GET', url: '/v1/webhooks' })).json().data[0].status).toBe('disabled');
+    expect((await acc.call({ method: 'GET', url: '/v1/webhooks' })).json().data[0].status).toBe(
+      'disabled',
+    );
     expect((await attemptsOf(acc, wh.id)).data[0]).toMatchObject({ status_code: 410 });
 
     await createContact(acc);
@@ -263,9 +373,19 @@ describe('signing and retries', () => {
     expect(rcv.requests).toHaveLength(1);
     // A disabled webhook's delivery cannot be retried by hand either.
     const attemptId = (await attemptsOf(acc, wh.id)).data[0]!.id;
-    expectError(await acc.call({ method: 'POST', url: `/v1/webhooks/${wh.id}/deliveries/${attemptId}/retry` }), 409);
+    expectError(
+      await acc.call({
+        method: 'POST',
+        url: `/v1/webhooks/${wh.id}/deliveries/${attemptId}/retry`,
+      }),
+      409,
+    );
 
-    const on = await acc.call({ method: 'PATCH', url: `/v1/webhooks/${wh.id}`, payload: { status: 'active' } });
+    const on = await acc.call({
+      method: 'PATCH',
+      url: `/v1/webhooks/${wh.id}`,
+      payload: { status: 'active' },
+    });
     expectStatus(on, 200);
     expect(on.json().status).toBe('active');
     const third = await createContact(acc);
@@ -274,7 +394,7 @@ describe('signing and retries', () => {
     expect((parse(rcv.requests[1]!).data as { id: string }).id).toBe(third.id);
   });
 
-  it("deleting a webhook stops its queued retries", async () => {
+  it('deleting a webhook stops its queued retries', async () => {
     const rcv = await receiver([], { status: 500 });
     const acc = await newAccount(t);
     const wh = await createWebhook(acc, rcv.url('/hook'), ['contact.created']);
@@ -304,7 +424,14 @@ describe('signing and retries', () => {
     await drain();
     expect(rcv.requests).toHaveLength(1);
     // Nothing is left queued for it.
-    expect(await t.db.selectFrom('webhook_deliveries').selectAll().where('account_id', '=', acc.accountId).where('state', '=', 'pending').execute()).toEqual([]);
+    expect(
+      await t.db
+        .selectFrom('webhook_deliveries')
+        .selectAll()
+        .where('account_id', '=', acc.accountId)
+        .where('state', '=', 'pending')
+        .execute(),
+    ).toEqual([]);
   });
 
   it('POST /v1/webhooks/{id}/deliveries/{delivery_id}/retry sends the event again with the same event id', async () => {
@@ -315,7 +442,10 @@ describe('signing and retries', () => {
     await drain();
     expect(rcv.requests).toHaveLength(1);
     const [attempt] = (await attemptsOf(acc, wh.id)).data;
-    const res = await acc.call({ method: 'POST', url: `/v1/webhooks/${wh.id}/deliveries/${attempt!.id}/retry` });
+    const res = await acc.call({
+      method: 'POST',
+      url: `/v1/webhooks/${wh.id}/deliveries/${attempt!.id}/retry`,
+    });
     expectStatus(res, 200);
     expect(res.json()).toEqual({ success: true });
     await drain();
@@ -324,9 +454,17 @@ describe('signing and retries', () => {
     expect(header(again, 'x-service-event-id')).toBe(header(first, 'x-service-event-id'));
     expect(header(again, 'x-service-event-id')).toBe(attempt!.event_id);
     expect(again.body.equals(first.body)).toBe(true);
-    expect(header(again, 'x-service-signature')).toBe(createHmac('sha256', wh.secret).update(again.body).digest('hex'));
+    expect(header(again, 'x-service-signature')).toBe(
+      createHmac('sha256', wh.secret).update(again.body).digest('hex'),
+    );
     expect((await attemptsOf(acc, wh.id)).total).toBe(2);
-    expectError(await acc.call({ method: 'POST', url: `/v1/webhooks/${wh.id}/deliveries/dlv_doesnotexist/retry` }), 404);
+    expectError(
+      await acc.call({
+        method: 'POST',
+        url: `/v1/webhooks/${wh.id}/deliveries/dlv_doesnotexist/retry`,
+      }),
+      404,
+    );
   });
 
   it('a receiver that takes longer than 10 s is a failure', { timeout: 25_000 }, async () => {
@@ -337,7 +475,11 @@ describe('signing and retries', () => {
     await drain();
     expect(rcv.requests).toHaveLength(1);
     const log = await attemptsOf(acc, wh.id);
-    expect(log.data[0]).toMatchObject({ attempt: 1, status_code: null, error: expect.stringMatching(/10000 ms|time/i) });
+    expect(log.data[0]).toMatchObject({
+      attempt: 1,
+      status_code: null,
+      error: expect.stringMatching(/10000 ms|time/i),
+    });
     expect((await deliveryRow(acc, wh.id)).state).toBe('pending');
     t.clock.advance(5_000);
     await drain();

@@ -17,7 +17,11 @@ describe('delivery to a private address', () => {
     const rcv = await startHttpsServer(() => ({ status: 200 }));
     try {
       const acc = await newAccount(t);
-      const created = await acc.call({ method: 'POST', url: '/v1/webhooks', payload: { url: rcv.url('/hook'), events: ['contact.created'] } });
+      const created = await acc.call({
+        method: 'POST',
+        url: '/v1/webhooks',
+        payload: { url: rcv.url('/hook'), events: ['contact.created'] },
+      });
       expectStatus(created, 201);
       const wh = created.json();
       await createContact(acc);
@@ -28,16 +32,24 @@ describe('delivery to a private address', () => {
         await dispatcher.stop();
       }
       expect(rcv.requests).toHaveLength(0);
-      const log = (await acc.call({ method: 'GET', url: `/v1/webhooks/${wh.id}/deliveries` })).json();
+      const log = (
+        await acc.call({ method: 'GET', url: `/v1/webhooks/${wh.id}/deliveries` })
+      ).json();
       expect(log.total).toBe(1);
-      expect(log.data[0]).toMatchObject({ attempt: 1, status_code: null, error: expect.stringMatching(/private/i) });
+      expect(log.data[0]).toMatchObject({
+        attempt: 1,
+        status_code: null,
+        error: expect.stringMatching(/private/i),
+      });
       // It stays a failure on every retry.
       t.clock.advance(5_000);
       const again = t.dispatcher({ allowPrivate: false });
       await again.drain();
       await again.stop();
       expect(rcv.requests).toHaveLength(0);
-      expect((await acc.call({ method: 'GET', url: `/v1/webhooks/${wh.id}/deliveries` })).json().total).toBe(2);
+      expect(
+        (await acc.call({ method: 'GET', url: `/v1/webhooks/${wh.id}/deliveries` })).json().total,
+      ).toBe(2);
     } finally {
       await rcv.close();
     }
@@ -64,32 +76,52 @@ describe('registration without ALLOW_PRIVATE_TARGETS', () => {
     'https://0.0.0.0/x',
   ])('registering %s is a 422', async (url) => {
     const acc = await newAccount(t);
-    const res = await acc.call({ method: 'POST', url: '/v1/webhooks', payload: { url, events: ['contact.created'] } });
+    const res = await acc.call({
+      method: 'POST',
+      url: '/v1/webhooks',
+      payload: { url, events: ['contact.created'] },
+    });
     expectError(res, 422);
     expect((await acc.call({ method: 'GET', url: '/v1/webhooks' })).json().total).toBe(0);
   });
 
   it('a public https URL is still accepted', async () => {
     const acc = await newAccount(t);
-    const res = await acc.call({ method: 'POST', url: '/v1/webhooks', payload: { url: 'https://93.184.215.14/x', events: ['contact.created'] } });
+    const res = await acc.call({
+      method: 'POST',
+      url: '/v1/webhooks',
+      payload: { url: 'https://93.184.215.14/x', events: ['contact.created'] },
+    });
     expectStatus(res, 201);
   });
 });
 
 describe('guardedFetch', () => {
-  const base: Omit<GuardedRequest, 'url'> = { method: 'POST', body: '{}', timeoutMs: 5_000, maxBytes: 0, discardBody: true, maxRedirects: 0, allowPrivate: false };
+  const base: Omit<GuardedRequest, 'url'> = {
+    method: 'POST',
+    body: '{}',
+    timeoutMs: 5_000,
+    maxBytes: 0,
+    discardBody: true,
+    maxRedirects: 0,
+    allowPrivate: false,
+  };
 
-  it.each(['https://127.0.0.1:9/x', 'https://10.1.2.3/x', 'https://[::1]:9/x', 'https://169.254.169.254/latest/meta-data'])(
-    'refuses the IP literal %s without connecting',
-    async (url) => {
-      const err = await guardedFetch({ ...base, url }).catch((e: unknown) => e);
-      expect(err).toBeInstanceOf(OutboundError);
-      expect(err).toMatchObject({ kind: 'refused', message: expect.stringMatching(/private/i) });
-    },
-  );
+  it.each([
+    'https://127.0.0.1:9/x',
+    'https://10.1.2.3/x',
+    'https://[::1]:9/x',
+    'https://169.254.169.254/latest/meta-data',
+  ])('refuses the IP literal %s without connecting', async (url) => {
+    const err = await guardedFetch({ ...base, url }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(OutboundError);
+    expect(err).toMatchObject({ kind: 'refused', message: expect.stringMatching(/private/i) });
+  });
 
   it('refuses a host name that resolves to 127.0.0.1 (localhost), checked on the address connected to', async () => {
-    const err = await guardedFetch({ ...base, url: 'https://localhost:9/x' }).catch((e: unknown) => e);
+    const err = await guardedFetch({ ...base, url: 'https://localhost:9/x' }).catch(
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(OutboundError);
     expect(err).toMatchObject({ kind: 'refused', message: expect.stringMatching(/private/i) });
   });
@@ -110,7 +142,11 @@ describe('guardedFetch', () => {
   });
 
   it('refuses http:// and URLs with credentials', async () => {
-    await expect(guardedFetch({ ...base, url: 'http://example.com/x', allowPrivate: true })).rejects.toMatchObject({ kind: 'refused' });
-    await expect(guardedFetch({ ...base, url: 'https://u:p@example.com/x', allowPrivate: true })).rejects.toMatchObject({ kind: 'refused' });
+    await expect(
+      guardedFetch({ ...base, url: 'http://example.com/x', allowPrivate: true }),
+    ).rejects.toMatchObject({ kind: 'refused' });
+    await expect(
+      guardedFetch({ ...base, url: 'https://u:p@example.com/x', allowPrivate: true }),
+    ).rejects.toMatchObject({ kind: 'refused' });
   });
 });

@@ -17,16 +17,30 @@ async function register(acc: TestAccount, payload: Record<string, unknown>) {
   return acc.call({ method: 'POST', url: '/v1/webhooks', payload });
 }
 
-async function createWebhook(acc: TestAccount, events: string[] = ['contact.created'], url = HOOK_URL) {
+async function createWebhook(
+  acc: TestAccount,
+  events: string[] = ['contact.created'],
+  url = HOOK_URL,
+) {
   const res = await register(acc, { url, events });
   expectStatus(res, 201);
-  return res.json<{ id: string; url: string; events: string[]; status: string; secret: string; created_at: string }>();
+  return res.json<{
+    id: string;
+    url: string;
+    events: string[];
+    status: string;
+    secret: string;
+    created_at: string;
+  }>();
 }
 
 describe('registration', () => {
   it('POST /v1/webhooks answers 201 with a whsec_ secret of 32 random bytes and status active', async () => {
     const acc = await newAccount(t);
-    const res = await register(acc, { url: HOOK_URL, events: ['contact.created', 'message.received'] });
+    const res = await register(acc, {
+      url: HOOK_URL,
+      events: ['contact.created', 'message.received'],
+    });
     expectStatus(res, 201);
     const body = res.json();
     expect(body).toEqual({
@@ -47,11 +61,23 @@ describe('registration', () => {
   it.each([
     ['an http:// URL', { url: 'http://hooks.example.com/x', events: ['contact.created'] }, 'url'],
     ['a URL that is not a URL', { url: 'not a url', events: ['contact.created'] }, 'url'],
-    ['a URL with credentials', { url: 'https://user:pass@hooks.example.com/x', events: ['contact.created'] }, 'url'],
+    [
+      'a URL with credentials',
+      { url: 'https://user:pass@hooks.example.com/x', events: ['contact.created'] },
+      'url',
+    ],
     ['an ftp:// URL', { url: 'ftp://hooks.example.com/x', events: ['contact.created'] }, 'url'],
     ['an empty event list', { url: HOOK_URL, events: [] }, 'events'],
-    ['an unknown event type', { url: HOOK_URL, events: ['contact.created', 'contact.exploded'] }, 'events'],
-    ['a duplicate event type', { url: HOOK_URL, events: ['contact.created', 'contact.created'] }, 'events'],
+    [
+      'an unknown event type',
+      { url: HOOK_URL, events: ['contact.created', 'contact.exploded'] },
+      'events',
+    ],
+    [
+      'a duplicate event type',
+      { url: HOOK_URL, events: ['contact.created', 'contact.created'] },
+      'events',
+    ],
     ['a missing url', { events: ['contact.created'] }, undefined],
     ['missing events', { url: HOOK_URL }, undefined],
   ])('registering %s is a 422 validation_error', async (_name, payload, field) => {
@@ -77,7 +103,11 @@ describe('registration', () => {
   it('20 concurrent registrations on top of 19 still stop at 20', async () => {
     const acc = await newAccount(t);
     for (let i = 0; i < 19; i++) await createWebhook(acc, ['contact.created'], `${HOOK_URL}/${i}`);
-    const results = await Promise.all(Array.from({ length: 5 }, (_, i) => register(acc, { url: `${HOOK_URL}/c${i}`, events: ['contact.created'] })));
+    const results = await Promise.all(
+      Array.from({ length: 5 }, (_, i) =>
+        register(acc, { url: `${HOOK_URL}/c${i}`, events: ['contact.created'] }),
+      ),
+    );
     expect(results.map((r) => r.statusCode).sort()).toEqual([201, 422, 422, 422, 422]);
     expect((await acc.call({ method: 'GET', url: '/v1/webhooks' })).json().total).toBe(20);
   });
@@ -94,8 +124,10 @@ describe('reading and changing', () => {
     expect(body.total).toBe(2);
     expect(body.page).toBe(1);
     expect(body.data).toHaveLength(2);
-    for (const { id, url, events, status, created_at } of [a, b]) expect(body.data).toContainEqual({ id, url, events, status, created_at });
-    for (const item of body.data) expect(Object.keys(item).sort()).toEqual(['created_at', 'events', 'id', 'status', 'url']);
+    for (const { id, url, events, status, created_at } of [a, b])
+      expect(body.data).toContainEqual({ id, url, events, status, created_at });
+    for (const item of body.data)
+      expect(Object.keys(item).sort()).toEqual(['created_at', 'events', 'id', 'status', 'url']);
     expect(res.body).not.toContain('secret');
     expect(res.body).not.toContain(a.secret);
     expect(res.body).not.toContain(b.secret);
@@ -117,36 +149,94 @@ describe('reading and changing', () => {
   it('PATCH events changes the subscription, and new events follow it', async () => {
     const acc = await newAccount(t);
     const wh = await createWebhook(acc, ['message.read']);
-    const res = await acc.call({ method: 'PATCH', url: `/v1/webhooks/${wh.id}`, payload: { events: ['contact.created', 'conversation.assigned'] } });
+    const res = await acc.call({
+      method: 'PATCH',
+      url: `/v1/webhooks/${wh.id}`,
+      payload: { events: ['contact.created', 'conversation.assigned'] },
+    });
     expectStatus(res, 200);
-    expect(res.json()).toMatchObject({ id: wh.id, events: ['contact.created', 'conversation.assigned'], status: 'active' });
+    expect(res.json()).toMatchObject({
+      id: wh.id,
+      events: ['contact.created', 'conversation.assigned'],
+      status: 'active',
+    });
     expect(res.body).not.toContain(wh.secret);
-    expect((await acc.call({ method: 'GET', url: `/v1/webhooks/${wh.id}` })).json().events).toEqual(['contact.created', 'conversation.assigned']);
+    expect((await acc.call({ method: 'GET', url: `/v1/webhooks/${wh.id}` })).json().events).toEqual(
+      ['contact.created', 'conversation.assigned'],
+    );
     // Bad event lists are refused as on registration.
-    expectError(await acc.call({ method: 'PATCH', url: `/v1/webhooks/${wh.id}`, payload: { events: [] } }), 422);
-    expectError(await acc.call({ method: 'PATCH', url: `/v1/webhooks/${wh.id}`, payload: { events: ['nope'] } }), 422);
+    expectError(
+      await acc.call({ method: 'PATCH', url: `/v1/webhooks/${wh.id}`, payload: { events: [] } }),
+      422,
+    );
+    expectError(
+      await acc.call({
+        method: 'PATCH',
+        url: `/v1/webhooks/${wh.id}`,
+        payload: { events: ['nope'] },
+      }),
+      422,
+    );
     // A contact.created is now queued for it.
-    expectStatus(await acc.call({ method: 'POST', url: '/v1/contacts', payload: { phone: randomPhone() } }), 201);
-    const queued = await t.db.selectFrom('webhook_deliveries').select('event_type').where('account_id', '=', acc.accountId).where('webhook_id', '=', wh.id).execute();
+    expectStatus(
+      await acc.call({ method: 'POST', url: '/v1/contacts', payload: { phone: randomPhone() } }),
+      201,
+    );
+    const queued = await t.db
+      .selectFrom('webhook_deliveries')
+      .select('event_type')
+      .where('account_id', '=', acc.accountId)
+      .where('webhook_id', '=', wh.id)
+      .execute();
     expect(queued.map((q) => q.event_type)).toEqual(['contact.created']);
   });
 
   it('PATCH status disabled stops queueing; PATCH status active re-enables', async () => {
     const acc = await newAccount(t);
     const wh = await createWebhook(acc, ['contact.created']);
-    const off = await acc.call({ method: 'PATCH', url: `/v1/webhooks/${wh.id}`, payload: { status: 'disabled' } });
+    const off = await acc.call({
+      method: 'PATCH',
+      url: `/v1/webhooks/${wh.id}`,
+      payload: { status: 'disabled' },
+    });
     expectStatus(off, 200);
     expect(off.json().status).toBe('disabled');
-    expect((await acc.call({ method: 'GET', url: `/v1/webhooks/${wh.id}` })).json().status).toBe('disabled');
-    expectStatus(await acc.call({ method: 'POST', url: '/v1/contacts', payload: { phone: randomPhone() } }), 201);
-    const on = await acc.call({ method: 'PATCH', url: `/v1/webhooks/${wh.id}`, payload: { status: 'active' } });
+    expect((await acc.call({ method: 'GET', url: `/v1/webhooks/${wh.id}` })).json().status).toBe(
+      'disabled',
+    );
+    expectStatus(
+      await acc.call({ method: 'POST', url: '/v1/contacts', payload: { phone: randomPhone() } }),
+      201,
+    );
+    const on = await acc.call({
+      method: 'PATCH',
+      url: `/v1/webhooks/${wh.id}`,
+      payload: { status: 'active' },
+    });
     expectStatus(on, 200);
     expect(on.json().status).toBe('active');
-    expect((await acc.call({ method: 'GET', url: '/v1/webhooks' })).json().data[0].status).toBe('active');
-    expectStatus(await acc.call({ method: 'POST', url: '/v1/contacts', payload: { phone: randomPhone() } }), 201);
-    const queued = await t.db.selectFrom('webhook_deliveries').selectAll().where('account_id', '=', acc.accountId).where('webhook_id', '=', wh.id).execute();
+    expect((await acc.call({ method: 'GET', url: '/v1/webhooks' })).json().data[0].status).toBe(
+      'active',
+    );
+    expectStatus(
+      await acc.call({ method: 'POST', url: '/v1/contacts', payload: { phone: randomPhone() } }),
+      201,
+    );
+    const queued = await t.db
+      .selectFrom('webhook_deliveries')
+      .selectAll()
+      .where('account_id', '=', acc.accountId)
+      .where('webhook_id', '=', wh.id)
+      .execute();
     expect(queued).toHaveLength(1);
-    expectError(await acc.call({ method: 'PATCH', url: `/v1/webhooks/${wh.id}`, payload: { status: 'paused' } }), 422);
+    expectError(
+      await acc.call({
+        method: 'PATCH',
+        url: `/v1/webhooks/${wh.id}`,
+        payload: { status: 'paused' },
+      }),
+      422,
+    );
   });
 
   it('DELETE answers {success:true}, and the webhook is then 404 and gone from the list', async () => {
@@ -158,7 +248,14 @@ describe('reading and changing', () => {
     expect(res.json()).toEqual({ success: true });
     expectError(await acc.call({ method: 'GET', url: `/v1/webhooks/${wh.id}` }), 404);
     expectError(await acc.call({ method: 'DELETE', url: `/v1/webhooks/${wh.id}` }), 404);
-    expectError(await acc.call({ method: 'PATCH', url: `/v1/webhooks/${wh.id}`, payload: { status: 'active' } }), 404);
+    expectError(
+      await acc.call({
+        method: 'PATCH',
+        url: `/v1/webhooks/${wh.id}`,
+        payload: { status: 'active' },
+      }),
+      404,
+    );
     expectError(await acc.call({ method: 'GET', url: `/v1/webhooks/${wh.id}/deliveries` }), 404);
     const list = (await acc.call({ method: 'GET', url: '/v1/webhooks' })).json();
     expect(list.total).toBe(1);
@@ -172,23 +269,61 @@ describe('reading and changing', () => {
       const other = await newAccount(t);
       const wh = await createWebhook(owner, ['contact.created'], receiver.url('/owner'));
       const own = await createWebhook(other, ['contact.created'], `${HOOK_URL}/other`);
-      expectStatus(await owner.call({ method: 'POST', url: '/v1/contacts', payload: { phone: randomPhone() } }), 201);
+      expectStatus(
+        await owner.call({
+          method: 'POST',
+          url: '/v1/contacts',
+          payload: { phone: randomPhone() },
+        }),
+        201,
+      );
       const dispatcher = t.dispatcher();
       // Earlier tests of this file queued deliveries to HOOK_URL too: they fail, and are not counted here.
       await dispatcher.drain();
       await dispatcher.stop();
       expect(receiver.requests).toHaveLength(1);
-      const attempts = (await owner.call({ method: 'GET', url: `/v1/webhooks/${wh.id}/deliveries` })).json();
+      const attempts = (
+        await owner.call({ method: 'GET', url: `/v1/webhooks/${wh.id}/deliveries` })
+      ).json();
       expect(attempts.total).toBe(1);
       const deliveryId: string = attempts.data[0].id;
 
       expectError(await other.call({ method: 'GET', url: `/v1/webhooks/${wh.id}` }), 404);
-      expectError(await other.call({ method: 'PATCH', url: `/v1/webhooks/${wh.id}`, payload: { events: ['message.read'] } }), 404);
-      expectError(await other.call({ method: 'PATCH', url: `/v1/webhooks/${wh.id}`, payload: { status: 'disabled' } }), 404);
-      expectError(await other.call({ method: 'GET', url: `/v1/webhooks/${wh.id}/deliveries` }), 404);
-      expectError(await other.call({ method: 'POST', url: `/v1/webhooks/${wh.id}/deliveries/${deliveryId}/retry` }), 404);
+      expectError(
+        await other.call({
+          method: 'PATCH',
+          url: `/v1/webhooks/${wh.id}`,
+          payload: { events: ['message.read'] },
+        }),
+        404,
+      );
+      expectError(
+        await other.call({
+          method: 'PATCH',
+          url: `/v1/webhooks/${wh.id}`,
+          payload: { status: 'disabled' },
+        }),
+        404,
+      );
+      expectError(
+        await other.call({ method: 'GET', url: `/v1/webhooks/${wh.id}/deliveries` }),
+        404,
+      );
+      expectError(
+        await other.call({
+          method: 'POST',
+          url: `/v1/webhooks/${wh.id}/deliveries/${deliveryId}/retry`,
+        }),
+        404,
+      );
       // Its own webhook id with the owner's delivery id is no way in either.
-      expectError(await other.call({ method: 'POST', url: `/v1/webhooks/${own.id}/deliveries/${deliveryId}/retry` }), 404);
+      expectError(
+        await other.call({
+          method: 'POST',
+          url: `/v1/webhooks/${own.id}/deliveries/${deliveryId}/retry`,
+        }),
+        404,
+      );
       expectError(await other.call({ method: 'DELETE', url: `/v1/webhooks/${wh.id}` }), 404);
       const list = (await other.call({ method: 'GET', url: '/v1/webhooks' })).json();
       expect(list.data.map((w: { id: string }) => w.id)).toEqual([own.id]);
@@ -198,7 +333,9 @@ describe('reading and changing', () => {
       const mine = await owner.call({ method: 'GET', url: `/v1/webhooks/${wh.id}` });
       expectStatus(mine, 200);
       expect(mine.json()).toMatchObject({ events: ['contact.created'], status: 'active' });
-      expect((await owner.call({ method: 'GET', url: `/v1/webhooks/${wh.id}/deliveries` })).json().total).toBe(1);
+      expect(
+        (await owner.call({ method: 'GET', url: `/v1/webhooks/${wh.id}/deliveries` })).json().total,
+      ).toBe(1);
       expect(receiver.requests).toHaveLength(1);
     } finally {
       await receiver.close();

@@ -1,5 +1,8 @@
 import type { AppConfig } from '../../src/app.js';
-import { WebhookDispatcher, type DispatcherOptions } from '../../src/webhooks/webhook-dispatcher.js';
+import {
+  WebhookDispatcher,
+  type DispatcherOptions,
+} from '../../src/webhooks/webhook-dispatcher.js';
 import { createPrivateDatabase, startTestApp, type TestApp } from '../helpers.js';
 import { freezeClock } from '../inbox-helpers.js';
 
@@ -17,14 +20,24 @@ export interface WebhookTestApp extends TestApp {
  * clock hours ahead would fire other files' retries. One database per file keeps them apart.
  * The clock is frozen: only `advance()` moves it, so retry boundaries are exact.
  */
-export async function startWebhookTestApp(opts: { config?: Partial<AppConfig>; frozen?: boolean } = {}): Promise<WebhookTestApp> {
+export async function startWebhookTestApp(
+  opts: { config?: Partial<AppConfig>; frozen?: boolean } = {},
+): Promise<WebhookTestApp> {
   const database = await createPrivateDatabase();
   const t = await startTestApp({ databaseUrl: database.url, config: opts.config });
   if (opts.frozen ?? true) freezeClock(t.clock);
   return {
     ...t,
     databaseUrl: database.url,
-    dispatcher: (o = {}) => new WebhookDispatcher({ db: t.db, clock: t.clock, log: t.app.log, allowPrivate: true, random: () => 0.5, ...o }),
+    dispatcher: (o = {}) =>
+      new WebhookDispatcher({
+        db: t.db,
+        clock: t.clock,
+        log: t.app.log,
+        allowPrivate: true,
+        random: () => 0.5,
+        ...o,
+      }),
     close: async () => {
       await t.close();
       await database.drop();

@@ -13,10 +13,18 @@ afterAll(() => t.close());
 
 afterEach(async () => {
   // What a test left queued must not count in the next one.
-  await t.db.updateTable('webhook_deliveries').set({ state: 'failed', locked_until: null }).where('state', '=', 'pending').execute();
+  await t.db
+    .updateTable('webhook_deliveries')
+    .set({ state: 'failed', locked_until: null })
+    .where('state', '=', 'pending')
+    .execute();
 });
 
-async function createWebhook(acc: TestAccount, url: string, events: string[] = ['contact.created']): Promise<{ id: string; secret: string }> {
+async function createWebhook(
+  acc: TestAccount,
+  url: string,
+  events: string[] = ['contact.created'],
+): Promise<{ id: string; secret: string }> {
   const res = await acc.call({ method: 'POST', url: '/v1/webhooks', payload: { url, events } });
   expectStatus(res, 201);
   return res.json();
@@ -48,10 +56,27 @@ it('a slow receiver does not hold up other webhooks (per-webhook concurrency)', 
     expect(slowSeenByFast).toHaveLength(5);
     expect(Math.max(...slowSeenByFast)).toBeLessThan(8);
     expect(slow.requests.length).toBeLessThanOrEqual(8);
-    const pendingA = await t.db.selectFrom('webhook_deliveries').select('state').where('account_id', '=', accA.accountId).where('webhook_id', '=', whA.id).where('state', '=', 'pending').execute();
+    const pendingA = await t.db
+      .selectFrom('webhook_deliveries')
+      .select('state')
+      .where('account_id', '=', accA.accountId)
+      .where('webhook_id', '=', whA.id)
+      .where('state', '=', 'pending')
+      .execute();
     expect(pendingA.length).toBeGreaterThan(30);
     await expect
-      .poll(async () => (await t.db.selectFrom('webhook_deliveries').select('state').where('account_id', '=', accB.accountId).where('webhook_id', '=', whB.id).execute()).map((r) => r.state), { timeout: 10_000 })
+      .poll(
+        async () =>
+          (
+            await t.db
+              .selectFrom('webhook_deliveries')
+              .select('state')
+              .where('account_id', '=', accB.accountId)
+              .where('webhook_id', '=', whB.id)
+              .execute()
+          ).map((r) => r.state),
+        { timeout: 10_000 },
+      )
       .toEqual(['delivered', 'delivered', 'delivered', 'delivered', 'delivered']);
   } finally {
     await dispatcher.stop();
@@ -68,7 +93,12 @@ it('two dispatchers on two pools draining 200 deliveries concurrently attempt ea
     const hooks = [];
     for (let i = 0; i < 4; i++) hooks.push(await createWebhook(acc, rcv.url(`/w${i}`)));
     for (let i = 0; i < 50; i++) await createContact(acc);
-    const queued = await t.db.selectFrom('webhook_deliveries').select('event_id').where('account_id', '=', acc.accountId).where('state', '=', 'pending').execute();
+    const queued = await t.db
+      .selectFrom('webhook_deliveries')
+      .select('event_id')
+      .where('account_id', '=', acc.accountId)
+      .where('state', '=', 'pending')
+      .execute();
     expect(queued).toHaveLength(200);
 
     const dispatchers = dbs.map((db) => t.dispatcher({ db, perWebhook: 4, maxInFlight: 8 }));
@@ -85,19 +115,33 @@ it('two dispatchers on two pools draining 200 deliveries concurrently attempt ea
     expect(received.size).toBe(200);
     for (const r of rcv.requests) expect(r.headers['x-service-delivery-attempt']).toBe('1');
 
-    const attempts = await t.db.selectFrom('webhook_attempts').select(['webhook_id', 'event_id', 'attempt', 'status_code']).where('account_id', '=', acc.accountId).execute();
+    const attempts = await t.db
+      .selectFrom('webhook_attempts')
+      .select(['webhook_id', 'event_id', 'attempt', 'status_code'])
+      .where('account_id', '=', acc.accountId)
+      .execute();
     expect(attempts).toHaveLength(200);
     expect(new Set(attempts.map((a) => `${a.webhook_id} ${a.event_id}`)).size).toBe(200);
     expect(attempts.every((a) => a.attempt === 1 && a.status_code === 200)).toBe(true);
 
-    const states = await t.db.selectFrom('webhook_deliveries').select(['state', 'attempts']).where('account_id', '=', acc.accountId).execute();
+    const states = await t.db
+      .selectFrom('webhook_deliveries')
+      .select(['state', 'attempts'])
+      .where('account_id', '=', acc.accountId)
+      .execute();
     expect(states).toHaveLength(200);
     expect(states.every((s) => s.state === 'delivered' && s.attempts === 1)).toBe(true);
     // Every event reached every webhook.
-    const events = await t.db.selectFrom('events').select('id').where('account_id', '=', acc.accountId).execute();
+    const events = await t.db
+      .selectFrom('events')
+      .select('id')
+      .where('account_id', '=', acc.accountId)
+      .execute();
     expect(events).toHaveLength(50);
     for (const [i] of hooks.entries()) {
-      expect(new Set(rcv.requests.filter((r) => r.url === `/w${i}`).map(eventId))).toEqual(new Set(events.map((e) => e.id)));
+      expect(new Set(rcv.requests.filter((r) => r.url === `/w${i}`).map(eventId))).toEqual(
+        new Set(events.map((e) => e.id)),
+      );
     }
   } finally {
     await Promise.all(dbs.map((db) => db.destroy()));
@@ -136,7 +180,12 @@ it('a delivery leased by a dead worker is not delivered until its lease ends, th
     await d3.stop();
     expect(rcv.requests).toHaveLength(1);
     expect(rcv.requests[0]!.headers['x-service-delivery-attempt']).toBe('2');
-    const row = await t.db.selectFrom('webhook_deliveries').selectAll().where('account_id', '=', acc.accountId).where('webhook_id', '=', wh.id).executeTakeFirstOrThrow();
+    const row = await t.db
+      .selectFrom('webhook_deliveries')
+      .selectAll()
+      .where('account_id', '=', acc.accountId)
+      .where('webhook_id', '=', wh.id)
+      .executeTakeFirstOrThrow();
     expect(row.state).toBe('delivered');
     expect(row.locked_until).toBeNull();
   } finally {

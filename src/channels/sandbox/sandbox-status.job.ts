@@ -14,8 +14,13 @@ export function sandboxStatusJob(messages: MessagesService): JobHandler<'sandbox
     handle: async (job) => {
       const scope = { accountId: job.accountId };
       const messageId = job.payload.message_id;
-      if (job.payload.status === 'read') await messages.applyStatus(scope, { messageId, status: 'delivered' });
-      await messages.applyStatus(scope, { messageId, status: job.payload.status, reason: job.payload.reason });
+      if (job.payload.status === 'read')
+        await messages.applyStatus(scope, { messageId, status: 'delivered' });
+      await messages.applyStatus(scope, {
+        messageId,
+        status: job.payload.status,
+        reason: job.payload.reason,
+      });
       return { status: 'done' };
     },
   };

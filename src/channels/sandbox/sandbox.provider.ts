@@ -22,16 +22,28 @@ export class SandboxProvider implements ChannelProvider {
     private readonly options: SandboxOptions,
   ) {}
 
-  async send(ctx: SendContext, messages: OutboundMessage[]): Promise<{ providerMessageId: string }[]> {
+  async send(
+    ctx: SendContext,
+    messages: OutboundMessage[],
+  ): Promise<{ providerMessageId: string }[]> {
     if (this.options.autoAdvance) {
       const { deliveredAfterMs, readAfterMs } = this.options;
       await this.jobs.enqueueMany(
         ctx.trx,
         messages.flatMap((m) => {
-          const job = (status: 'delivered' | 'read' | 'failed', delayMs: number, reason?: string) => ({
+          const job = (
+            status: 'delivered' | 'read' | 'failed',
+            delayMs: number,
+            reason?: string,
+          ) => ({
             accountId: m.accountId,
             kind: 'sandbox.status' as const,
-            payload: { v: 1 as const, message_id: m.messageId, status, ...(reason ? { reason } : {}) },
+            payload: {
+              v: 1 as const,
+              message_id: m.messageId,
+              status,
+              ...(reason ? { reason } : {}),
+            },
             delayMs,
           });
           return m.to.phone.endsWith(SANDBOX_FAILING_SUFFIX)
@@ -53,9 +65,18 @@ export class SandboxProvider implements ChannelProvider {
       content?: string;
       media_url?: string;
     };
-    const from = b.contact_id !== undefined ? { contactId: b.contact_id } : { phone: b.phone ?? '' };
+    const from =
+      b.contact_id !== undefined ? { contactId: b.contact_id } : { phone: b.phone ?? '' };
     return {
-      inbound: [{ channel: b.channel, from, type: b.type, content: b.content ?? null, mediaUrl: b.media_url ?? null }],
+      inbound: [
+        {
+          channel: b.channel,
+          from,
+          type: b.type,
+          content: b.content ?? null,
+          mediaUrl: b.media_url ?? null,
+        },
+      ],
       statuses: [],
     };
   }

@@ -18,7 +18,13 @@ export function sandboxRoutes(
 
   r.post('/sandbox/inbound', {
     config: { successStatus: 201 },
-    schema: { tags, operationId: 'sandboxInbound', summary: 'Simulate an inbound message from a contact', body: SandboxInboundBody, response: { 201: Message, ...errorResponses(404, 422) } },
+    schema: {
+      tags,
+      operationId: 'sandboxInbound',
+      summary: 'Simulate an inbound message from a contact',
+      body: SandboxInboundBody,
+      response: { 201: Message, ...errorResponses(404, 422) },
+    },
     handler: async (req, reply) => {
       if ((req.body.phone === undefined) === (req.body.contact_id === undefined)) {
         throw new ValidationError('phone', 'give exactly one of phone and contact_id');
@@ -28,11 +34,30 @@ export function sandboxRoutes(
     },
   });
   r.post('/sandbox/messages/:id/status', {
-    schema: { tags, operationId: 'sandboxMessageStatus', summary: 'Simulate a delivery report for an outbound message', params: IdParams, body: SandboxStatusBody, response: { 200: Message, ...errorResponses(404, 422) } },
-    handler: (req) => deps.messages.applyStatus(req.scope, { messageId: req.params.id, status: req.body.status, reason: req.body.reason }),
+    schema: {
+      tags,
+      operationId: 'sandboxMessageStatus',
+      summary: 'Simulate a delivery report for an outbound message',
+      params: IdParams,
+      body: SandboxStatusBody,
+      response: { 200: Message, ...errorResponses(404, 422) },
+    },
+    handler: (req) =>
+      deps.messages.applyStatus(req.scope, {
+        messageId: req.params.id,
+        status: req.body.status,
+        reason: req.body.reason,
+      }),
   });
   r.post('/sandbox/templates/:id/review', {
-    schema: { tags, operationId: 'sandboxReviewTemplate', summary: "Simulate the provider's template review", params: IdParams, body: ReviewTemplateBody, response: { 200: Template, ...errorResponses(404, 422) } },
+    schema: {
+      tags,
+      operationId: 'sandboxReviewTemplate',
+      summary: "Simulate the provider's template review",
+      params: IdParams,
+      body: ReviewTemplateBody,
+      response: { 200: Template, ...errorResponses(404, 422) },
+    },
     handler: (req) => deps.templates.review(req.scope, req.params.id, req.body.status),
   });
 }

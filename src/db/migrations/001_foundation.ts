@@ -43,10 +43,16 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       PRIMARY KEY (account_id, id)
     )`.execute(db);
   await sql`CREATE UNIQUE INDEX contacts_phone ON contacts (account_id, phone)`.execute(db);
-  await sql`CREATE INDEX contacts_newest ON contacts (account_id, created_at DESC, id DESC)`.execute(db);
+  await sql`CREATE INDEX contacts_newest ON contacts (account_id, created_at DESC, id DESC)`.execute(
+    db,
+  );
   await sql`CREATE INDEX contacts_tags ON contacts USING gin (account_id, tags)`.execute(db);
-  await sql`CREATE INDEX contacts_name_trgm ON contacts USING gin (account_id, name gin_trgm_ops)`.execute(db);
-  await sql`CREATE INDEX contacts_phone_trgm ON contacts USING gin (account_id, phone gin_trgm_ops)`.execute(db);
+  await sql`CREATE INDEX contacts_name_trgm ON contacts USING gin (account_id, name gin_trgm_ops)`.execute(
+    db,
+  );
+  await sql`CREATE INDEX contacts_phone_trgm ON contacts USING gin (account_id, phone gin_trgm_ops)`.execute(
+    db,
+  );
 
   await sql`
     CREATE TABLE tags (

@@ -52,9 +52,15 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       PRIMARY KEY (account_id, id)
     )`.execute(db);
   // Exactly one conversation per (contact, channel): the key that makes creation race-safe.
-  await sql`CREATE UNIQUE INDEX conversations_contact_channel ON conversations (account_id, contact_id, channel)`.execute(db);
-  await sql`CREATE INDEX conversations_recent ON conversations (account_id, status, updated_at DESC, id DESC)`.execute(db);
-  await sql`CREATE INDEX conversations_assignee ON conversations (account_id, assignee_id, updated_at DESC, id DESC)`.execute(db);
+  await sql`CREATE UNIQUE INDEX conversations_contact_channel ON conversations (account_id, contact_id, channel)`.execute(
+    db,
+  );
+  await sql`CREATE INDEX conversations_recent ON conversations (account_id, status, updated_at DESC, id DESC)`.execute(
+    db,
+  );
+  await sql`CREATE INDEX conversations_assignee ON conversations (account_id, assignee_id, updated_at DESC, id DESC)`.execute(
+    db,
+  );
 
   await sql`
     CREATE TABLE messages (
@@ -73,7 +79,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       updated_at timestamptz NOT NULL,
       PRIMARY KEY (account_id, id)
     )`.execute(db);
-  await sql`CREATE INDEX messages_conversation ON messages (account_id, conversation_id, created_at, id)`.execute(db);
+  await sql`CREATE INDEX messages_conversation ON messages (account_id, conversation_id, created_at, id)`.execute(
+    db,
+  );
 
   await sql`
     CREATE TABLE notes (
@@ -84,7 +92,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       created_at timestamptz NOT NULL,
       PRIMARY KEY (account_id, id)
     )`.execute(db);
-  await sql`CREATE INDEX notes_conversation ON notes (account_id, conversation_id, created_at, id)`.execute(db);
+  await sql`CREATE INDEX notes_conversation ON notes (account_id, conversation_id, created_at, id)`.execute(
+    db,
+  );
 
   // The durable job queue: rows are written in the transaction that causes them and claimed
   // with FOR UPDATE SKIP LOCKED under a lease, so any number of workers can share it.

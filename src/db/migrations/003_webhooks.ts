@@ -30,8 +30,12 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       updated_at timestamptz NOT NULL,
       PRIMARY KEY (account_id, webhook_id, event_id)
     )`.execute(db);
-  await sql`CREATE INDEX webhook_deliveries_pending ON webhook_deliveries (webhook_id, next_attempt_at) WHERE state = 'pending'`.execute(db);
-  await sql`CREATE INDEX webhook_deliveries_finished ON webhook_deliveries (updated_at) WHERE state <> 'pending'`.execute(db);
+  await sql`CREATE INDEX webhook_deliveries_pending ON webhook_deliveries (webhook_id, next_attempt_at) WHERE state = 'pending'`.execute(
+    db,
+  );
+  await sql`CREATE INDEX webhook_deliveries_finished ON webhook_deliveries (updated_at) WHERE state <> 'pending'`.execute(
+    db,
+  );
 
   // Every attempt, as GET /v1/webhooks/{id}/deliveries lists them.
   await sql`
@@ -48,7 +52,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       created_at timestamptz NOT NULL,
       PRIMARY KEY (account_id, id)
     )`.execute(db);
-  await sql`CREATE INDEX webhook_attempts_webhook ON webhook_attempts (account_id, webhook_id, created_at DESC, id DESC)`.execute(db);
+  await sql`CREATE INDEX webhook_attempts_webhook ON webhook_attempts (account_id, webhook_id, created_at DESC, id DESC)`.execute(
+    db,
+  );
   await sql`CREATE INDEX webhook_attempts_created ON webhook_attempts (created_at)`.execute(db);
 }
 

@@ -26,7 +26,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       updated_at timestamptz NOT NULL,
       PRIMARY KEY (account_id, id)
     )`.execute(db);
-  await sql`CREATE INDEX broadcasts_newest ON broadcasts (account_id, created_at DESC, id DESC)`.execute(db);
+  await sql`CREATE INDEX broadcasts_newest ON broadcasts (account_id, created_at DESC, id DESC)`.execute(
+    db,
+  );
 
   // The (broadcast, contact) key is what makes every recipient messaged exactly once.
   await sql`
