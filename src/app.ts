@@ -103,8 +103,8 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     clock,
     cache: caches.contact,
   });
-  const users = new UsersService({ users: usersRepo, clock });
-  const templates = new TemplatesService({ templates: new TemplatesRepository(db), clock });
+  const users = new UsersService({ tx, users: usersRepo, clock });
+  const templates = new TemplatesService({ tx, templates: new TemplatesRepository(db), clock });
   const sandbox = new SandboxProvider(jobs, {
     autoAdvance: config.sandboxAutoAdvance,
     deliveredAfterMs: config.sandboxDeliveredAfterMs,
