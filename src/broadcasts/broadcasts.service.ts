@@ -1,5 +1,6 @@
 import type { Clock } from '../clock.js';
 import type { Channel } from '../db/schema.js';
+import type { Tx } from '../db/database.js';
 import type { Scope, Transactor } from '../db/transactor.js';
 import { AppError, Conflict, NotFound, ValidationError } from '../errors.js';
 import type { Outbox } from '../events/outbox.js';
@@ -278,6 +279,24 @@ export class BroadcastsService {
       });
       return 'more';
     });
+  }
+
+  /**
+   * The broadcast's sending job died (its retries ran out): the broadcast ends `failed` with the
+   * reason, its stats as far as they got, and `broadcast.completed` as for any other end. Runs
+   * in the transaction that marks the job dead; a broadcast already final is left alone.
+   */
+  async failForGood(trx: Tx, accountId: string, id: string, reason: string): Promise<void> {
+    const b = await this.deps.broadcasts.lock(trx, accountId, id);
+    if (!b || (b.status !== 'sending' && b.status !== 'scheduled')) return;
+    const now = this.deps.clock.now();
+    const done = await this.deps.broadcasts.update(trx, accountId, id, {
+      status: 'failed',
+      failure_reason: `sending stopped after repeated failures: ${reason}`.slice(0, 2000),
+      completed_at: now,
+      updated_at: now,
+    });
+    await this.deps.outbox.record(trx, accountId, 'broadcast.completed', toBroadcast(done));
   }
 
   batchSize(channel: Channel): number {

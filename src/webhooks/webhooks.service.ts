@@ -87,6 +87,7 @@ export class WebhooksService {
         secret: newWebhookSecret(),
         status: 'active',
         disabled_reason: null,
+        failing_since: null,
         created_at: now,
         updated_at: now,
       };
