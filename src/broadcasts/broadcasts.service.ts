@@ -6,6 +6,7 @@ import { AppError, Conflict, NotFound, ValidationError } from '../errors.js';
 import type { Outbox } from '../events/outbox.js';
 import type { PageRequest, PageResult } from '../http/pagination.js';
 import { newId } from '../ids.js';
+import { normaliseTags } from '../contacts/contacts.service.js';
 import type { JobQueue } from '../jobs/job-queue.js';
 import type { MessagesService } from '../messages/messages.service.js';
 import type { TemplatesService } from '../templates/templates.service.js';
@@ -77,8 +78,18 @@ export class BroadcastsService {
     },
   ) {}
 
-  async create(scope: Scope, body: CreateBroadcastBody): Promise<Broadcast> {
-    checkAudience(body.audience);
+  async create(scope: Scope, input: CreateBroadcastBody): Promise<Broadcast> {
+    checkAudience(input.audience);
+    // Matched against stored tags, which are trimmed: " vip" must find the contacts tagged "vip".
+    const body: CreateBroadcastBody = input.audience.tags
+      ? {
+          ...input,
+          audience: {
+            ...input.audience,
+            tags: normaliseTags(input.audience.tags, 'audience.tags'),
+          },
+        }
+      : input;
     checkMessage(body.message);
     const now = this.deps.clock.now();
     let scheduledAt: Date | null = null;
