@@ -6,6 +6,7 @@ import type { Db, Tx } from '../db/database.js';
 import { Batcher } from '../db/batcher.js';
 import { newId } from '../ids.js';
 import { guardedFetch, OutboundError } from '../net/guarded-fetch.js';
+import { EVENT_RETENTION_MS, pruneEvents } from '../events/retention.js';
 import { PollLoop } from '../jobs/poll-loop.js';
 import { nextRetryDelayMs, parseRetryAfter } from './retry-policy.js';
 import { lockDeliveries } from './webhooks.repository.js';
@@ -26,7 +27,7 @@ export interface DispatcherOptions {
   /** A claim's lease; a worker killed mid-delivery frees its deliveries when it ends. */
   leaseMs?: number;
   pollIntervalMs?: number;
-  /** Finished deliveries and attempt logs older than this are pruned. */
+  /** Finished deliveries, attempt logs and events older than this are pruned (7 days). */
   retentionMs?: number;
   random?: () => number;
   /** Only this account's deliveries (tests and tools); every account's by default. */
@@ -124,7 +125,7 @@ export class WebhookDispatcher {
     this.perWebhook = opts.perWebhook ?? 32;
     this.leaseMs = opts.leaseMs ?? DELIVERY_TIMEOUT_MS + 20_000;
     this.pollIntervalMs = opts.pollIntervalMs ?? 50;
-    this.retentionMs = opts.retentionMs ?? 7 * DAY_MS;
+    this.retentionMs = opts.retentionMs ?? EVENT_RETENTION_MS;
     this.random = opts.random ?? Math.random;
     this.loop = new PollLoop(
       async () => {
@@ -424,5 +425,7 @@ export class WebhookDispatcher {
       .where('updated_at', '<', before)
       .execute();
     await this.opts.db.deleteFrom('webhook_attempts').where('created_at', '<', before).execute();
+    // After the deliveries: the events whose last delivery just went can go too.
+    await pruneEvents(this.opts.db, before);
   }
 }
