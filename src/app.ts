@@ -63,6 +63,7 @@ export type AppConfig = Pick<
   | 'sandboxReadAfterMs'
   | 'broadcastRatePerSecond'
   | 'broadcastBatchSize'
+  | 'mediaFetchConcurrency'
 >;
 
 export interface AppDeps {
@@ -134,7 +135,12 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     providers,
     broadcasts: broadcastsRepo,
     outbox,
-    fetchMedia: deps.fetchMedia ?? mediaFetcher({ allowPrivate: config.allowPrivateTargets }),
+    fetchMedia:
+      deps.fetchMedia ??
+      mediaFetcher({
+        allowPrivate: config.allowPrivateTargets,
+        concurrency: config.mediaFetchConcurrency,
+      }),
     clock,
   });
   const webhooks = new WebhooksService({

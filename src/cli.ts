@@ -7,6 +7,7 @@ import { systemClock } from './clock.js';
 import { ConfigError, loadConfig } from './config.js';
 import type { Plan } from './db/schema.js';
 import { AppError } from './errors.js';
+import { DeadJobs, type DeadJob } from './jobs/dead-jobs.js';
 import { serve } from './main.js';
 import { openStore } from './server.js';
 
@@ -54,6 +55,22 @@ async function withAccounts<T>(work: (accounts: AccountsService) => Promise<T>):
   } finally {
     await store.close();
   }
+}
+
+/** Runs `work` on the dead jobs of the configured store. */
+async function withDeadJobs<T>(work: (jobs: DeadJobs) => Promise<T>): Promise<T> {
+  const store = await openStore(loadConfig());
+  try {
+    return await work(new DeadJobs({ db: store.db, clock: systemClock }));
+  } finally {
+    await store.close();
+  }
+}
+
+function describeDeadJob(j: DeadJob): string {
+  // One line per job; an error is cut to its first line so the list stays a list.
+  const error = (j.last_error ?? '').split('\n')[0]!;
+  return `${j.id}  ${j.account_id}  ${j.kind}  attempts ${j.attempts}  died ${j.died_at}  ${error}`;
 }
 
 function print(json: boolean, value: object, text: string): void {
@@ -160,6 +177,35 @@ keys
   .argument('<id>', 'key id (key_…)')
   .action((id: string) =>
     withAccounts(async (svc) => svc.revokeApiKey(id).then(() => print(false, {}, `revoked ${id}`))),
+  );
+
+const jobs = program.command('jobs').description('inspect and retry background jobs');
+jobs
+  .command('dead')
+  .description('list jobs whose retries ran out, newest first, with their last error')
+  .option('--account <id>', "only this account's (acc_…)")
+  .option('--limit <n>', 'at most this many (default 100)', positiveInt)
+  .option('--json', 'print JSON')
+  .action((opts: { account?: string; limit?: number; json?: boolean }) =>
+    withDeadJobs(async (dead) => {
+      const list = await dead.list({ accountId: opts.account, limit: opts.limit ?? 100 });
+      print(
+        !!opts.json,
+        list,
+        list.length === 0 ? 'no dead jobs' : list.map(describeDeadJob).join('\n'),
+      );
+    }),
+  );
+jobs
+  .command('retry')
+  .description('put a dead job back in the queue, due now, with a fresh retry schedule')
+  .argument('<id>', 'job id (job_…)')
+  .option('--json', 'print JSON')
+  .action((id: string, opts: { json?: boolean }) =>
+    withDeadJobs(async (dead) => {
+      const job = await dead.retry(id);
+      print(!!opts.json, job, `queued ${job.id} (${job.kind}) again`);
+    }),
   );
 
 program.parseAsync().catch((err: unknown) => {

@@ -21,6 +21,8 @@ export interface Config {
   broadcastRatePerSecond: Record<'whatsapp' | 'instagram' | 'messenger' | 'webchat', number>;
   /** Recipients per broadcast batch (one transaction each). */
   broadcastBatchSize: number;
+  /** Media fetches at once in this process; 4 times as many sends may wait, more get a 503. */
+  mediaFetchConcurrency: number;
 }
 
 export class ConfigError extends Error {}
@@ -91,5 +93,6 @@ export function loadConfig(env: Env = process.env): Config {
       webchat: readInt(env, 'BROADCAST_RATE_WEBCHAT', 0, 0, 100_000),
     },
     broadcastBatchSize: readInt(env, 'BROADCAST_BATCH_SIZE', 500, 1, 10_000),
+    mediaFetchConcurrency: readInt(env, 'MEDIA_FETCH_CONCURRENCY', 16, 1, 1024),
   };
 }

@@ -10,6 +10,7 @@ export const ERROR_STATUS = {
   idempotency_error: 422,
   rate_limited: 429,
   internal_error: 500,
+  unavailable: 503,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
@@ -58,5 +59,16 @@ export class Unauthorized extends AppError {
 export class Forbidden extends AppError {
   constructor(message: string) {
     super('forbidden', message);
+  }
+}
+
+/** The service cannot take this request now; the client should try again after a while. */
+export class Unavailable extends AppError {
+  constructor(
+    message: string,
+    /** Sent as `Retry-After`. */
+    readonly retryAfterSeconds?: number,
+  ) {
+    super('unavailable', message);
   }
 }

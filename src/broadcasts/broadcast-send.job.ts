@@ -28,5 +28,7 @@ export function broadcastSendJob(broadcasts: BroadcastsService): JobHandler<'bro
         if (performance.now() - started > SLICE_MS) return { status: 'continue', afterMs: 0 };
       }
     },
+    onDead: (trx, job, lastError) =>
+      broadcasts.failForGood(trx, job.accountId, job.payload.broadcast_id, lastError),
   };
 }

@@ -1,10 +1,12 @@
 import type { Clock } from '../clock.js';
 import type { Channel } from '../db/schema.js';
+import type { Tx } from '../db/database.js';
 import type { Scope, Transactor } from '../db/transactor.js';
 import { AppError, Conflict, NotFound, ValidationError } from '../errors.js';
 import type { Outbox } from '../events/outbox.js';
 import type { PageRequest, PageResult } from '../http/pagination.js';
 import { newId } from '../ids.js';
+import { normaliseTags } from '../contacts/contacts.service.js';
 import type { JobQueue } from '../jobs/job-queue.js';
 import type { MessagesService } from '../messages/messages.service.js';
 import type { TemplatesService } from '../templates/templates.service.js';
@@ -76,8 +78,18 @@ export class BroadcastsService {
     },
   ) {}
 
-  async create(scope: Scope, body: CreateBroadcastBody): Promise<Broadcast> {
-    checkAudience(body.audience);
+  async create(scope: Scope, input: CreateBroadcastBody): Promise<Broadcast> {
+    checkAudience(input.audience);
+    // Matched against stored tags, which are trimmed: " vip" must find the contacts tagged "vip".
+    const body: CreateBroadcastBody = input.audience.tags
+      ? {
+          ...input,
+          audience: {
+            ...input.audience,
+            tags: normaliseTags(input.audience.tags, 'audience.tags'),
+          },
+        }
+      : input;
     checkMessage(body.message);
     const now = this.deps.clock.now();
     let scheduledAt: Date | null = null;
@@ -278,6 +290,24 @@ export class BroadcastsService {
       });
       return 'more';
     });
+  }
+
+  /**
+   * The broadcast's sending job died (its retries ran out): the broadcast ends `failed` with the
+   * reason, its stats as far as they got, and `broadcast.completed` as for any other end. Runs
+   * in the transaction that marks the job dead; a broadcast already final is left alone.
+   */
+  async failForGood(trx: Tx, accountId: string, id: string, reason: string): Promise<void> {
+    const b = await this.deps.broadcasts.lock(trx, accountId, id);
+    if (!b || (b.status !== 'sending' && b.status !== 'scheduled')) return;
+    const now = this.deps.clock.now();
+    const done = await this.deps.broadcasts.update(trx, accountId, id, {
+      status: 'failed',
+      failure_reason: `sending stopped after repeated failures: ${reason}`.slice(0, 2000),
+      completed_at: now,
+      updated_at: now,
+    });
+    await this.deps.outbox.record(trx, accountId, 'broadcast.completed', toBroadcast(done));
   }
 
   batchSize(channel: Channel): number {

@@ -41,13 +41,13 @@ function checkPhone(phone: string): string {
   return phone;
 }
 
-/** Trimmed, 1–64 characters, de-duplicated in first-seen order. */
-export function normaliseTags(tags: string[]): string[] {
+/** Trimmed, 1–64 characters, de-duplicated in first-seen order; `field` names them in errors. */
+export function normaliseTags(tags: string[], field = 'tags'): string[] {
   const out: string[] = [];
   for (const [i, raw] of tags.entries()) {
     const tag = raw.trim();
     if (tag.length < 1 || tag.length > 64) {
-      throw new ValidationError(`tags.${i}`, 'must be 1 to 64 characters after trimming');
+      throw new ValidationError(`${field}.${i}`, 'must be 1 to 64 characters after trimming');
     }
     if (!out.includes(tag)) out.push(tag);
   }

@@ -17,6 +17,7 @@ import * as m003 from './migrations/003_webhooks.js';
 import * as m004 from './migrations/004_broadcasts.js';
 import * as m005 from './migrations/005_hot_queues.js';
 import * as m006 from './migrations/006_cache_notifications.js';
+import * as m007 from './migrations/007_dead_jobs_and_retention.js';
 
 export type Db = Kysely<Tables>;
 export type Tx = Transaction<Tables>;
@@ -87,6 +88,7 @@ const migrations: Record<string, Migration> = {
   '004_broadcasts': m004,
   '005_hot_queues': m005,
   '006_cache_notifications': m006,
+  '007_dead_jobs_and_retention': m007,
 };
 
 /** Applies pending migrations; Kysely's migrator takes a lock, so concurrent starts are safe. */

@@ -148,6 +148,8 @@ export interface JobsTable {
   locked_until: Timestamp | null;
   last_error: string | null;
   created_at: Timestamp;
+  /** Set when its retries ran out: kept (and skipped by claims) until retried or deleted. */
+  dead_at: Timestamp | null;
 }
 
 export interface WebhooksTable {
@@ -158,6 +160,8 @@ export interface WebhooksTable {
   secret: string;
   status: 'active' | 'disabled';
   disabled_reason: string | null;
+  /** When the first of an unbroken run of failed attempts happened; null after a success. */
+  failing_since: Timestamp | null;
   created_at: Timestamp;
   updated_at: Timestamp;
 }

@@ -1,5 +1,11 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { AppError, ERROR_STATUS, type ErrorCode, type ErrorDetail } from '../errors.js';
+import {
+  AppError,
+  ERROR_STATUS,
+  Unavailable,
+  type ErrorCode,
+  type ErrorDetail,
+} from '../errors.js';
 import { describeValidation } from './validation.js';
 
 function send(
@@ -42,6 +48,8 @@ export function installErrorHandlers(app: FastifyInstance): void {
   // would let a text body reach validation as a string (422); without the parser it is a 400.
   app.removeContentTypeParser('text/plain');
   app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    if (err instanceof Unavailable && err.retryAfterSeconds !== undefined)
+      reply.header('Retry-After', err.retryAfterSeconds);
     if (err instanceof AppError) return send(reply, err.code, err.message, err.details, err.status);
     if (err.validation) {
       const details = describeValidation(err.validation as never, err.validationContext);

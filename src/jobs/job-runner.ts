@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { sql } from 'kysely';
 import type { Clock } from '../clock.js';
-import type { Db } from '../db/database.js';
+import type { Db, Tx } from '../db/database.js';
 import type { JobKind, JobPayloads } from './job-queue.js';
 import { PollLoop } from './poll-loop.js';
 
@@ -25,9 +25,14 @@ export type JobOutcome =
 
 export interface JobHandler<K extends JobKind = JobKind> {
   kind: K;
-  /** Seconds between attempts after unexpected failures; past the last entry the job is dropped. */
+  /** Delays between attempts after unexpected failures; past the last entry the job dies. */
   retryDelaysMs: number[];
   handle(job: ClaimedJob<K>): Promise<JobOutcome>;
+  /**
+   * Called once when the job dies (its retries ran out), in the transaction that marks it dead,
+   * so that what it worked on reaches a final state exactly when the job is given up.
+   */
+  onDead?(trx: Tx, job: ClaimedJob<K>, lastError: string): Promise<void>;
 }
 
 export interface JobRunnerOptions {
@@ -125,7 +130,8 @@ export class JobRunner {
       UPDATE jobs SET locked_until = ${lease}, attempts = jobs.attempts + 1
       FROM (
         SELECT account_id, id FROM jobs
-        WHERE run_at <= ${now} AND (locked_until IS NULL OR locked_until < ${now}) AND kind = ANY(${kinds})
+        WHERE run_at <= ${now} AND dead_at IS NULL
+          AND (locked_until IS NULL OR locked_until < ${now}) AND kind = ANY(${kinds})
           AND (${this.opts.accountId ?? null}::text IS NULL OR account_id = ${this.opts.accountId ?? null})
         ORDER BY run_at
         LIMIT ${limit}
@@ -155,21 +161,18 @@ export class JobRunner {
     try {
       outcome = await handler.handle(job);
     } catch (err) {
+      const error = err instanceof Error ? err.message : String(err);
       const delay = handler.retryDelaysMs[job.attempts - 1];
       if (delay === undefined) {
         this.opts.log.error(
           { err, job: { id: job.id, kind: job.kind } },
-          'job failed for the last time; dropped',
+          'job failed for the last time; kept as a dead job',
         );
-        await this.finish(job);
+        await this.bury(handler, job, error);
         return;
       }
       this.opts.log.warn({ err, job: { id: job.id, kind: job.kind } }, 'job failed; will retry');
-      outcome = {
-        status: 'retry',
-        afterMs: delay,
-        error: err instanceof Error ? err.message : String(err),
-      };
+      outcome = { status: 'retry', afterMs: delay, error };
     }
     if (outcome.status === 'done') {
       await this.finish(job);
@@ -198,6 +201,41 @@ export class JobRunner {
         .where('id', '=', job.id)
         .where('locked_until', '=', this.leases.get(job)!)
         .execute();
+    }
+  }
+
+  /**
+   * Marks the job dead with its last error and lets its handler settle what the job worked on,
+   * in one transaction. Should the handler's hook fail too, the job is marked dead all the same
+   * (with both errors), since a job that can neither run nor be settled must still stop.
+   */
+  private async bury(handler: JobHandler, job: ClaimedJob, error: string): Promise<void> {
+    const markDead = async (trx: Db | Tx, lastError: string) => {
+      const r = await trx
+        .updateTable('jobs')
+        .set({
+          dead_at: this.opts.clock.now(),
+          locked_until: null,
+          last_error: lastError.slice(0, 2000),
+        })
+        .where('account_id', '=', job.accountId)
+        .where('id', '=', job.id)
+        .where('locked_until', '=', this.leases.get(job)!)
+        .executeTakeFirst();
+      return r.numUpdatedRows > 0n;
+    };
+    try {
+      await this.opts.db.transaction().execute(async (trx) => {
+        // Only the runner still holding the lease settles the job, and only once.
+        if ((await markDead(trx, error)) && handler.onDead) await handler.onDead(trx, job, error);
+      });
+    } catch (err) {
+      this.opts.log.error(
+        { err, job: { id: job.id, kind: job.kind } },
+        'settling a dead job failed; marking it dead without settling',
+      );
+      const why = err instanceof Error ? err.message : String(err);
+      await markDead(this.opts.db, `${error} (and settling it failed: ${why})`);
     }
   }
 

@@ -1,8 +1,13 @@
-import { ValidationError } from '../errors.js';
+import { Unavailable, ValidationError } from '../errors.js';
+import { ConcurrencyLimit } from '../net/concurrency-limit.js';
 import { guardedFetch, OutboundError } from '../net/guarded-fetch.js';
 
 export const MEDIA_MAX_BYTES = 16 * 1024 * 1024;
 export const MEDIA_TIMEOUT_MS = 10_000;
+/** Sends that may wait for a fetch slot, per slot. */
+export const MEDIA_QUEUE_PER_SLOT = 4;
+/** What a refused send is told to wait: about the time a few fetches take. */
+export const MEDIA_RETRY_AFTER_S = 5;
 
 export interface FetchedMedia {
   url: string;
@@ -14,20 +19,30 @@ export type MediaFetcher = (url: string, kind: 'image' | 'document') => Promise<
 
 /**
  * Fetches `media_url` at send time, as SPEC.md asks, through the private-address guard; any
- * failure is a 422 on `media_url` that says why.
+ * failure is a 422 on `media_url` that says why. Each fetch may hold up to MEDIA_MAX_BYTES in
+ * memory, so at most `concurrency` run at once in the process and 4 times as many sends wait for
+ * a slot; a send beyond that is a 503 `unavailable` with `Retry-After`.
  */
-export function mediaFetcher(opts: { allowPrivate: boolean }): MediaFetcher {
+export function mediaFetcher(opts: { allowPrivate: boolean; concurrency: number }): MediaFetcher {
+  const limit = new ConcurrencyLimit(opts.concurrency, opts.concurrency * MEDIA_QUEUE_PER_SLOT);
+  const busy = () =>
+    new Unavailable('too many media fetches in progress; try again shortly', MEDIA_RETRY_AFTER_S);
   return async (url, kind) => {
     let res;
     try {
-      res = await guardedFetch({
-        url,
-        timeoutMs: MEDIA_TIMEOUT_MS,
-        maxBytes: MEDIA_MAX_BYTES,
-        maxRedirects: 3,
-        allowPrivate: opts.allowPrivate,
-      });
+      res = await limit.run(
+        () =>
+          guardedFetch({
+            url,
+            timeoutMs: MEDIA_TIMEOUT_MS,
+            maxBytes: MEDIA_MAX_BYTES,
+            maxRedirects: 3,
+            allowPrivate: opts.allowPrivate,
+          }),
+        busy,
+      );
     } catch (err) {
+      if (err instanceof Unavailable) throw err;
       const reason = err instanceof OutboundError ? err.message : 'could not be fetched';
       throw new ValidationError('media_url', `could not be fetched: ${reason}`);
     }

@@ -13,7 +13,7 @@ export function messagesRoutes(app: FastifyInstance, messages: MessagesService):
       operationId: 'sendMessage',
       summary: 'Send a message (creates the conversation when there is none)',
       body: SendMessageBody,
-      response: { 201: Message, ...errorResponses(404, 422) },
+      response: { 201: Message, ...errorResponses(404, 422, 503) },
     },
     handler: async (req, reply) => reply.code(201).send(await messages.send(req.scope, req.body)),
   });

@@ -93,6 +93,15 @@ function once(req: GuardedRequest, url: URL): Promise<GuardedResponse> {
         agent: req.agent ?? false,
       },
       (res) => {
+        // Refused before reading when the server announces too much; the count below still
+        // holds for bodies without (or lying about) a length, so at most maxBytes are buffered.
+        const announced = Number(res.headers['content-length']);
+        if (!req.discardBody && Number.isFinite(announced) && announced > req.maxBytes) {
+          request.destroy(
+            new OutboundError(`response is larger than ${req.maxBytes} bytes`, 'too_large'),
+          );
+          return;
+        }
         const chunks: Buffer[] = [];
         let size = 0;
         res.on('data', (chunk: Buffer) => {

@@ -6,6 +6,7 @@ import type { Db, Tx } from '../db/database.js';
 import { Batcher } from '../db/batcher.js';
 import { newId } from '../ids.js';
 import { guardedFetch, OutboundError } from '../net/guarded-fetch.js';
+import { EVENT_RETENTION_MS, pruneEvents } from '../events/retention.js';
 import { PollLoop } from '../jobs/poll-loop.js';
 import { nextRetryDelayMs, parseRetryAfter } from './retry-policy.js';
 import { lockDeliveries } from './webhooks.repository.js';
@@ -13,6 +14,8 @@ import { eventBody, serviceSignature, standardSignature } from './signing.js';
 
 export const DELIVERY_TIMEOUT_MS = 10_000;
 const DAY_MS = 86_400_000;
+/** A webhook every attempt to which has failed for this long is disabled (as Svix does). */
+export const DISABLE_AFTER_FAILING_MS = 5 * DAY_MS;
 
 export interface DispatcherOptions {
   db: Db;
@@ -26,7 +29,7 @@ export interface DispatcherOptions {
   /** A claim's lease; a worker killed mid-delivery frees its deliveries when it ends. */
   leaseMs?: number;
   pollIntervalMs?: number;
-  /** Finished deliveries and attempt logs older than this are pruned. */
+  /** Finished deliveries, attempt logs and events older than this are pruned (7 days). */
   retentionMs?: number;
   random?: () => number;
   /** Only this account's deliveries (tests and tools); every account's by default. */
@@ -116,6 +119,9 @@ export class WebhookDispatcher {
         );
       }
     }
+    await this.trackHealth(attempts).catch((err: unknown) =>
+      this.opts.log.error({ err }, 'webhook health bookkeeping failed'),
+    );
     return [];
   });
 
@@ -124,7 +130,7 @@ export class WebhookDispatcher {
     this.perWebhook = opts.perWebhook ?? 32;
     this.leaseMs = opts.leaseMs ?? DELIVERY_TIMEOUT_MS + 20_000;
     this.pollIntervalMs = opts.pollIntervalMs ?? 50;
-    this.retentionMs = opts.retentionMs ?? 7 * DAY_MS;
+    this.retentionMs = opts.retentionMs ?? EVENT_RETENTION_MS;
     this.random = opts.random ?? Math.random;
     this.loop = new PollLoop(
       async () => {
@@ -350,31 +356,89 @@ export class WebhookDispatcher {
       );
     }
     if (outcome.kind === 'failed' && outcome.gone) {
-      await this.opts.db.transaction().execute(async (trx) => {
-        await this.writeAttempts(trx, [attempt]);
-        // 410 Gone: the receiver says this endpoint is no more.
-        await trx
-          .updateTable('webhooks')
-          .set({
-            status: 'disabled',
-            disabled_reason: 'the receiver answered 410 Gone',
-            updated_at: now,
-          })
-          .where('account_id', '=', d.account_id)
-          .where('id', '=', d.webhook_id)
-          .execute();
-        await lockDeliveries(trx, d.account_id, d.webhook_id);
-        await trx
-          .updateTable('webhook_deliveries')
-          .set({ state: 'failed', locked_until: null, updated_at: now })
-          .where('account_id', '=', d.account_id)
-          .where('webhook_id', '=', d.webhook_id)
-          .where('state', '=', 'pending')
-          .execute();
-      });
+      // 410 Gone: the receiver says this endpoint is no more.
+      await this.disable(d.account_id, d.webhook_id, 'the receiver answered 410 Gone', now, [
+        attempt,
+      ]);
       return;
     }
     await this.books.submit(attempt);
+  }
+
+  /**
+   * Disables a webhook and gives up what is queued for it, with the attempt that decided it when
+   * there is one, in one transaction.
+   */
+  private async disable(
+    accountId: string,
+    webhookId: string,
+    reason: string,
+    now: Date,
+    attempts: Attempt[] = [],
+  ): Promise<void> {
+    await this.opts.db.transaction().execute(async (trx) => {
+      if (attempts.length > 0) await this.writeAttempts(trx, attempts);
+      await trx
+        .updateTable('webhooks')
+        .set({ status: 'disabled', disabled_reason: reason, updated_at: now })
+        .where('account_id', '=', accountId)
+        .where('id', '=', webhookId)
+        .execute();
+      await lockDeliveries(trx, accountId, webhookId);
+      await trx
+        .updateTable('webhook_deliveries')
+        .set({ state: 'failed', locked_until: null, updated_at: now })
+        .where('account_id', '=', accountId)
+        .where('webhook_id', '=', webhookId)
+        .where('state', '=', 'pending')
+        .execute();
+    });
+  }
+
+  /**
+   * Keeps each webhook's failing_since (the start of its unbroken run of failed attempts; null
+   * after any success), and disables a webhook whose attempts have all failed for
+   * DISABLE_AFTER_FAILING_MS. One statement per group of attempts, apart from the attempts'
+   * own: it writes a webhook row only when its run starts or ends, so a busy webhook's row is not
+   * rewritten at every delivery, and it never holds delivery locks while it waits on a webhook.
+   */
+  private async trackHealth(attempts: readonly Attempt[]): Promise<void> {
+    if (attempts.length === 0) return;
+    const now = this.opts.clock.now();
+    const cutoff = new Date(now.getTime() - DISABLE_AFTER_FAILING_MS);
+    const failing = await sql<{ account_id: string; id: string; failing_since: Date }>`
+      WITH outcome AS (
+        SELECT account_id, webhook_id, bool_or(ok) AS ok, min(at) AS first_failure
+        FROM unnest(${attempts.map((a) => a.d.account_id)}::text[], ${attempts.map((a) => a.d.webhook_id)}::text[],
+                    ${attempts.map((a) => a.state === 'delivered')}::boolean[], ${attempts.map((a) => a.at)}::timestamptz[])
+          AS i(account_id, webhook_id, ok, at)
+        GROUP BY account_id, webhook_id
+      ),
+      changed AS (
+        UPDATE webhooks w
+        SET failing_since = CASE WHEN o.ok THEN NULL ELSE o.first_failure END
+        FROM outcome o
+        WHERE w.account_id = o.account_id AND w.id = o.webhook_id
+          AND ((o.ok AND w.failing_since IS NOT NULL) OR (NOT o.ok AND w.failing_since IS NULL))
+        RETURNING w.id
+      )
+      SELECT w.account_id, w.id, w.failing_since FROM webhooks w JOIN outcome o
+        ON w.account_id = o.account_id AND w.id = o.webhook_id
+      WHERE NOT o.ok AND w.status = 'active' AND w.failing_since <= ${cutoff}`.execute(
+      this.opts.db,
+    );
+    for (const w of failing.rows) {
+      this.opts.log.warn(
+        { webhook: w.id, failingSince: w.failing_since },
+        'webhook disabled: every delivery has failed for 5 days',
+      );
+      await this.disable(
+        w.account_id,
+        w.id,
+        `every delivery has failed since ${new Date(w.failing_since).toISOString()}`,
+        now,
+      );
+    }
   }
 
   /**
@@ -403,7 +467,13 @@ export class WebhookDispatcher {
       ),
       updated AS (
         UPDATE webhook_deliveries d
-        SET state = l.state, next_attempt_at = l.next_attempt_at, locked_until = NULL, updated_at = l.at
+        -- A retry is given up when the webhook was disabled meanwhile (by another attempt of
+        -- this round, a 410 or a PATCH): it would never be sent, or be sent on re-enabling.
+        SET state = CASE WHEN l.state = 'pending' AND NOT EXISTS (
+                      SELECT 1 FROM webhooks w
+                      WHERE w.account_id = d.account_id AND w.id = d.webhook_id AND w.status = 'active')
+                    THEN 'failed' ELSE l.state END,
+            next_attempt_at = l.next_attempt_at, locked_until = NULL, updated_at = l.at
         FROM locked l
         WHERE d.ctid = l.row_id
         RETURNING d.account_id, d.webhook_id, d.event_id
@@ -424,5 +494,7 @@ export class WebhookDispatcher {
       .where('updated_at', '<', before)
       .execute();
     await this.opts.db.deleteFrom('webhook_attempts').where('created_at', '<', before).execute();
+    // After the deliveries: the events whose last delivery just went can go too.
+    await pruneEvents(this.opts.db, before);
   }
 }

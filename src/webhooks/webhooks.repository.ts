@@ -54,7 +54,9 @@ export class WebhooksRepository {
     trx: Tx,
     accountId: string,
     id: string,
-    patch: Partial<Pick<WebhookRow, 'events' | 'status' | 'disabled_reason' | 'updated_at'>>,
+    patch: Partial<
+      Pick<WebhookRow, 'events' | 'status' | 'disabled_reason' | 'failing_since' | 'updated_at'>
+    >,
   ): Promise<WebhookRow | undefined> {
     return trx
       .updateTable('webhooks')

@@ -8,7 +8,8 @@ const EventList = Type.Array(Type.Enum(EVENT_TYPES), {
   description: 'Event types to receive.',
 });
 const Status = Type.Enum(['active', 'disabled'] as const, {
-  description: '`disabled` after a 410 Gone, or when set so.',
+  description:
+    '`disabled` after a 410 Gone, after 5 days in which every delivery failed, or when set so; `PATCH` with `status: active` re-enables it.',
 });
 
 export const Webhook = Type.Object(

@@ -87,6 +87,7 @@ export class WebhooksService {
         secret: newWebhookSecret(),
         status: 'active',
         disabled_reason: null,
+        failing_since: null,
         created_at: now,
         updated_at: now,
       };
@@ -115,6 +116,8 @@ export class WebhooksService {
           ? {
               status: input.status,
               disabled_reason: input.status === 'disabled' ? 'disabled through the API' : null,
+              // Re-enabled: its failures start counting afresh, or the next one would disable it again.
+              failing_since: null,
             }
           : {}),
         updated_at: now,

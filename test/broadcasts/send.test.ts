@@ -11,6 +11,7 @@ import {
   freezeClock,
   getBroadcast,
   inbound,
+  postBroadcast,
   jobsOf,
   messagesOf,
   recipientsOf,
@@ -98,6 +99,26 @@ describe('audience', () => {
     expect(await recipientIds(acc, b.id)).toEqual(expected);
     expect(await messagedContactIds(acc, b.id)).toEqual(expected);
     expect(await messagesOf(t.db, other.accountId, b.id)).toEqual([]);
+  });
+
+  it('audience tags are trimmed and de-duplicated like stored tags: " vip" finds the contacts tagged "vip"', async () => {
+    const acc = await newAccount(t);
+    const vip = await createContact(acc, { tags: [' vip '] });
+    await createContact(acc, { tags: ['other'] });
+
+    const b = await sendNow(acc, { audience: { tags: [' vip', 'vip ', '\tvip'] } });
+    expect(b.audience).toEqual({ tags: ['vip'] });
+    expect(b.status).toBe('sent');
+    expect(b.stats.sent).toBe(1);
+    expect(await recipientIds(acc, b.id)).toEqual([vip.id]);
+
+    const blank = await postBroadcast(acc, {
+      name: 'Blank tag',
+      channel: 'webchat',
+      audience: { tags: ['vip', '   '] },
+      message: { type: 'text', content: 'Hi' },
+    });
+    expectError(blank, 422, 'validation_error', 'audience.tags.1');
   });
 
   it('audience.lifecycle_stage selects the contacts in that stage now', async () => {

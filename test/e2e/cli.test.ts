@@ -1,4 +1,6 @@
+import { randomUUID } from 'node:crypto';
 import { describe, expect, inject, it } from 'vitest';
+import { createDb } from '../../src/db/database.js';
 import { runCli, startService } from './process.js';
 
 describe('switchboard CLI', () => {
@@ -111,5 +113,71 @@ describe('switchboard CLI', () => {
     ]);
     expect(result.code).not.toBe(0);
     expect(result.stderr).toMatch(/must be starter, growth or enterprise/);
+  });
+
+  it('lists dead jobs with their last error, and puts one back with jobs retry', async () => {
+    const env = { DATABASE_URL: inject('databaseUrl') };
+    const db = createDb(env.DATABASE_URL, { max: 1 });
+    const account = `acc_cli_${randomUUID().slice(0, 8)}`;
+    const died = new Date('2030-01-02T03:04:05.000Z');
+    try {
+      await db
+        .insertInto('jobs')
+        .values({
+          account_id: account,
+          id: `job_cli_${randomUUID().slice(0, 8)}`,
+          kind: 'broadcast.send',
+          payload: JSON.stringify({ v: 1, broadcast_id: 'bc_gone' }),
+          run_at: died,
+          attempts: 6,
+          last_error: 'invalid byte sequence for encoding "UTF8": 0x00',
+          created_at: died,
+          dead_at: died,
+        })
+        .execute();
+      const { id } = await db
+        .selectFrom('jobs')
+        .select('id')
+        .where('account_id', '=', account)
+        .executeTakeFirstOrThrow();
+
+      const listed = await runCli(env, ['jobs', 'dead', '--account', account, '--json']);
+      expect(listed.code, listed.stderr).toBe(0);
+      expect(JSON.parse(listed.stdout)).toEqual([
+        {
+          id,
+          account_id: account,
+          kind: 'broadcast.send',
+          payload: { v: 1, broadcast_id: 'bc_gone' },
+          attempts: 6,
+          died_at: died.toISOString(),
+          last_error: 'invalid byte sequence for encoding "UTF8": 0x00',
+          created_at: died.toISOString(),
+        },
+      ]);
+      const text = await runCli(env, ['jobs', 'dead', '--account', account]);
+      expect(text.stdout).toBe(
+        `${id}  ${account}  broadcast.send  attempts 6  died ${died.toISOString()}  invalid byte sequence for encoding "UTF8": 0x00\n`,
+      );
+
+      const retried = await runCli(env, ['jobs', 'retry', id]);
+      expect(retried.code, retried.stderr).toBe(0);
+      expect(retried.stdout).toBe(`queued ${id} (broadcast.send) again\n`);
+      const row = await db
+        .selectFrom('jobs')
+        .select(['dead_at', 'attempts'])
+        .where('account_id', '=', account)
+        .executeTakeFirstOrThrow();
+      expect(row).toEqual({ dead_at: null, attempts: 0 });
+      const none = await runCli(env, ['jobs', 'dead', '--account', account]);
+      expect(none.stdout).toBe('no dead jobs\n');
+
+      const again = await runCli(env, ['jobs', 'retry', id]);
+      expect(again.code).not.toBe(0);
+      expect(again.stderr).toMatch(/dead job .* not found/);
+    } finally {
+      await db.deleteFrom('jobs').where('account_id', '=', account).execute();
+      await db.destroy();
+    }
   });
 });

@@ -106,7 +106,7 @@ describe('JobRunner', () => {
     expect(await rowsOf(kind)).toEqual([]);
   });
 
-  it('a handler that throws is retried after each delay of its schedule, then dropped after the last', async () => {
+  it('a handler that throws is retried after each delay of its schedule, then kept dead after the last', async () => {
     const kind = testKind();
     await enqueue(kind, 1);
     const attempts: number[] = [];
@@ -139,11 +139,79 @@ describe('JobRunner', () => {
     t.clock.advance(1);
     await r.drain();
     expect(attempts).toEqual([1, 2, 3]);
-    expect(await rowsOf(kind)).toEqual([]); // dropped after the last delay
+    // Kept, never run again: dead, with its last error, until someone retries it.
+    const [dead] = await t.db
+      .selectFrom('jobs')
+      .select(['attempts', 'locked_until', 'last_error', 'dead_at'])
+      .where('kind', '=', kind)
+      .execute();
+    expect(dead).toEqual({
+      attempts: 3,
+      locked_until: null,
+      last_error: 'boom 3',
+      dead_at: t.clock.now(),
+    });
 
     t.clock.advance(24 * 60 * 60 * 1000);
     await r.drain();
     expect(attempts).toEqual([1, 2, 3]);
+  });
+
+  it("a dying job's onDead hook runs once, in the transaction that marks it dead", async () => {
+    const kind = testKind();
+    const [id] = await enqueue(kind, 1);
+    const seen: { job: string; error: string; deadInTx: boolean }[] = [];
+    const h: JobHandler = {
+      ...handler(kind, [1000], async () => {
+        throw new Error('cannot run');
+      }),
+      onDead: async (trx, job, lastError) => {
+        // Inside the transaction, the job is already marked dead.
+        const row = await trx
+          .selectFrom('jobs')
+          .select('dead_at')
+          .where('id', '=', job.id)
+          .executeTakeFirstOrThrow();
+        seen.push({ job: job.id, error: lastError, deadInTx: row.dead_at !== null });
+      },
+    };
+    const r = runner([h]);
+    await r.drain();
+    expect(seen).toEqual([]);
+    t.clock.advance(1000);
+    await r.drain();
+    expect(seen).toEqual([{ job: id, error: 'cannot run', deadInTx: true }]);
+    t.clock.advance(86_400_000);
+    await r.drain();
+    expect(seen).toHaveLength(1);
+  });
+
+  it('a job whose onDead hook fails is rolled back with it and still marked dead, with both errors', async () => {
+    const kind = testKind();
+    await enqueue(kind, 1);
+    const h: JobHandler = {
+      ...handler(kind, [], async () => {
+        throw new Error('cannot run');
+      }),
+      onDead: async (trx) => {
+        await trx
+          .insertInto('tags')
+          .values({ account_id: 'acc_jobtest', name: kind, created_at: t.clock.now() })
+          .execute();
+        throw new Error('cannot settle');
+      },
+    };
+    await runner([h]).drain();
+    const [row] = await t.db
+      .selectFrom('jobs')
+      .select(['dead_at', 'last_error'])
+      .where('kind', '=', kind)
+      .execute();
+    expect(row!.dead_at).not.toBeNull();
+    expect(row!.last_error).toBe('cannot run (and settling it failed: cannot settle)');
+    // What the hook wrote went with its transaction.
+    const tags = await t.db.selectFrom('tags').select('name').where('name', '=', kind).execute();
+    expect(tags).toEqual([]);
   });
 
   it('a handler that fails once and then succeeds runs exactly twice', async () => {

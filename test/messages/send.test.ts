@@ -631,6 +631,88 @@ describe('POST /v1/messages/send: media fetching', () => {
   });
 });
 
+describe('POST /v1/messages/send: concurrent media fetches (MEDIA_FETCH_CONCURRENCY=2)', () => {
+  let p: TestApp;
+  let slow: https.Server;
+  let port: number;
+  let inFlight = 0;
+  let maxInFlight = 0;
+  let answered = 0;
+  beforeAll(async () => {
+    p = await startTestApp({ config: { mediaFetchConcurrency: 2 } });
+    // A media host that takes its time: every fetch holds its slot for a second and a half.
+    slow = https.createServer(
+      {
+        key: readFileSync(new URL('../fixtures/tls/server.key', import.meta.url)),
+        cert: readFileSync(new URL('../fixtures/tls/server.pem', import.meta.url)),
+      },
+      (_req, res) => {
+        inFlight++;
+        maxInFlight = Math.max(maxInFlight, inFlight);
+        setTimeout(() => {
+          inFlight--;
+          answered++;
+          res.writeHead(200, { 'content-type': 'image/png' });
+          res.end(PNG);
+        }, 1500);
+      },
+    );
+    await new Promise<void>((resolve) => slow.listen(0, '127.0.0.1', resolve));
+    port = (slow.address() as AddressInfo).port;
+  });
+  afterAll(async () => {
+    slow.closeAllConnections();
+    await new Promise<void>((resolve) => slow.close(() => resolve()));
+    await p.close();
+  });
+
+  it('at most 2 fetches run at once, 8 sends wait their turn, and the rest get 503 unavailable with Retry-After', async () => {
+    const acc = await newAccount(p);
+    const contact = await createContact(acc);
+    const results = await Promise.all(
+      Array.from({ length: 13 }, (_, i) =>
+        send(acc, {
+          contact_id: contact.id,
+          channel: 'webchat',
+          type: 'image',
+          media_url: `https://localhost:${port}/pic-${i}.png`,
+        }),
+      ),
+    );
+    const byStatus = (status: number) => results.filter((r) => r.statusCode === status);
+    expect(results.map((r) => r.statusCode).sort()).toEqual([
+      ...Array<number>(10).fill(201),
+      ...Array<number>(3).fill(503),
+    ]);
+    for (const refused of byStatus(503)) {
+      expect(refused.headers['retry-after']).toBe('5');
+      expect(refused.json().error).toMatchObject({
+        code: 'unavailable',
+        message: expect.stringMatching(/media fetches/),
+        request_id: expect.any(String),
+      });
+    }
+    expect(maxInFlight).toBe(2);
+    expect(answered).toBe(10);
+    // A refused send wrote nothing.
+    const messages = await p.db
+      .selectFrom('messages')
+      .select('id')
+      .where('account_id', '=', acc.accountId)
+      .execute();
+    expect(messages).toHaveLength(10);
+
+    // Once the queue has drained, sends are taken again.
+    const later = await send(acc, {
+      contact_id: contact.id,
+      channel: 'webchat',
+      type: 'image',
+      media_url: `https://localhost:${port}/later.png`,
+    });
+    expectStatus(later, 201);
+  });
+});
+
 describe('POST /v1/messages/send: private media addresses (ALLOW_PRIVATE_TARGETS=false)', () => {
   let p: TestApp;
   let acc: TestAccount;

@@ -49,6 +49,9 @@ async function drain(): Promise<number> {
   }
 }
 
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+
 const parse = (req: RecordedRequest) =>
   JSON.parse(req.body.toString()) as {
     id: string;
@@ -392,6 +395,116 @@ describe('signing and retries', () => {
     await drain();
     expect(rcv.requests).toHaveLength(2);
     expect((parse(rcv.requests[1]!).data as { id: string }).id).toBe(third.id);
+  });
+
+  it('a webhook whose every delivery has failed for 5 days is disabled; PATCH status active re-enables it', async () => {
+    let reply: Reply = { status: 500 };
+    const rcv = await startHttpsServer(() => reply);
+    receivers.push(rcv);
+    const acc = await newAccount(t);
+    const wh = await createWebhook(acc, rcv.url('/hook'), ['contact.created']);
+    const statusOf = async () =>
+      (await acc.call({ method: 'GET', url: '/v1/webhooks' })).json().data[0].status as string;
+    const row = () =>
+      t.db
+        .selectFrom('webhooks')
+        .select(['status', 'disabled_reason', 'failing_since'])
+        .where('account_id', '=', acc.accountId)
+        .where('id', '=', wh.id)
+        .executeTakeFirstOrThrow();
+
+    await createContact(acc);
+    await drain();
+    const firstFailure = t.clock.now();
+    expect(await row()).toEqual({
+      status: 'active',
+      disabled_reason: null,
+      failing_since: firstFailure,
+    });
+
+    // Just short of 5 days of failures (retries and new events alike): still active.
+    t.clock.advance(5 * DAY - HOUR);
+    await createContact(acc);
+    await drain();
+    expect(await statusOf()).toBe('active');
+    expect((await row()).failing_since).toEqual(firstFailure);
+
+    // The first failure past 5 days disables it, and gives up what was queued.
+    t.clock.advance(2 * HOUR);
+    await createContact(acc);
+    await drain();
+    expect(await statusOf()).toBe('disabled');
+    expect((await row()).disabled_reason).toBe(
+      `every delivery has failed since ${firstFailure.toISOString()}`,
+    );
+    const pending = await t.db
+      .selectFrom('webhook_deliveries')
+      .select('event_id')
+      .where('account_id', '=', acc.accountId)
+      .where('state', '=', 'pending')
+      .execute();
+    expect(pending).toEqual([]);
+    const sent = rcv.requests.length;
+    await createContact(acc);
+    t.clock.advance(DAY);
+    await drain();
+    expect(rcv.requests).toHaveLength(sent);
+
+    reply = { status: 200 };
+    const on = await acc.call({
+      method: 'PATCH',
+      url: `/v1/webhooks/${wh.id}`,
+      payload: { status: 'active' },
+    });
+    expectStatus(on, 200);
+    expect(on.json().status).toBe('active');
+    expect(await row()).toEqual({ status: 'active', disabled_reason: null, failing_since: null });
+    const next = await createContact(acc);
+    await drain();
+    expect(rcv.requests).toHaveLength(sent + 1);
+    expect((parse(rcv.requests.at(-1)!).data as { id: string }).id).toBe(next.id);
+    expect(await statusOf()).toBe('active');
+  });
+
+  it('any successful delivery restarts the 5 days: a webhook failing on and off stays active', async () => {
+    let reply: Reply = { status: 503 };
+    const rcv = await startHttpsServer(() => reply);
+    receivers.push(rcv);
+    const acc = await newAccount(t);
+    const wh = await createWebhook(acc, rcv.url('/hook'), ['contact.created']);
+    const failingSince = async () =>
+      (
+        await t.db
+          .selectFrom('webhooks')
+          .select(['status', 'failing_since'])
+          .where('account_id', '=', acc.accountId)
+          .where('id', '=', wh.id)
+          .executeTakeFirstOrThrow()
+      ).failing_since;
+
+    await createContact(acc);
+    await drain();
+    expect(await failingSince()).toEqual(t.clock.now());
+
+    t.clock.advance(3 * DAY);
+    reply = { status: 200 };
+    await createContact(acc);
+    await drain();
+    expect(await failingSince()).toBeNull();
+
+    t.clock.advance(3 * DAY);
+    reply = { status: 503 };
+    await createContact(acc);
+    await drain();
+    const restarted = t.clock.now();
+    expect(await failingSince()).toEqual(restarted);
+    t.clock.advance(4 * DAY);
+    await createContact(acc);
+    await drain();
+    expect((await acc.call({ method: 'GET', url: `/v1/webhooks/${wh.id}` })).json().status).toBe(
+      'active',
+    );
+    expect(await failingSince()).toEqual(restarted);
   });
 
   it('deleting a webhook stops its queued retries', async () => {

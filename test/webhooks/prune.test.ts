@@ -1,7 +1,8 @@
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pruneEvents } from '../../src/events/retention.js';
 import { newId } from '../../src/ids.js';
 import { WebhookDispatcher } from '../../src/webhooks/webhook-dispatcher.js';
-import { newAccount, startTestApp, type TestApp } from '../helpers.js';
+import { createPrivateDatabase, newAccount, startTestApp, type TestApp } from '../helpers.js';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -74,4 +75,88 @@ it('prunes finished deliveries and attempt logs past the retention period, never
     .where('account_id', '=', acc.accountId)
     .execute();
   expect(attempts).toHaveLength(1);
+});
+
+describe('events', () => {
+  let priv: TestApp;
+  let drop: () => Promise<void>;
+  beforeAll(async () => {
+    // A database of its own: pruning events deletes every account's old events.
+    const db = await createPrivateDatabase();
+    drop = db.drop;
+    priv = await startTestApp({ databaseUrl: db.url });
+  });
+  afterAll(async () => {
+    await priv?.close();
+    await drop?.();
+  });
+
+  const DAY = 86_400_000;
+  async function addEvents(accountId: string, ids: string[], at: Date): Promise<void> {
+    await priv.db
+      .insertInto('events')
+      .values(
+        ids.map((id) => ({
+          account_id: accountId,
+          id,
+          type: 'contact.created',
+          data: JSON.stringify({ id }),
+          created_at: at,
+        })),
+      )
+      .execute();
+  }
+  async function eventIds(accountId: string): Promise<string[]> {
+    const rows = await priv.db
+      .selectFrom('events')
+      .select('id')
+      .where('account_id', '=', accountId)
+      .orderBy('id')
+      .execute();
+    return rows.map((r) => r.id);
+  }
+
+  it('prunes events older than 7 days in batches, keeping those a pending delivery still needs', async () => {
+    const acc = await newAccount(priv);
+    const now = priv.clock.now();
+    const old = new Date(now.getTime() - 7 * DAY - 60_000);
+    const recent = new Date(now.getTime() - 7 * DAY + 60_000);
+    await addEvents(acc.accountId, ['evt_old_1', 'evt_old_2', 'evt_old_3', 'evt_old_4'], old);
+    await addEvents(acc.accountId, ['evt_old_pending', 'evt_old_delivered'], old);
+    await addEvents(acc.accountId, ['evt_recent'], recent);
+    const delivery = (event_id: string, state: 'pending' | 'delivered', at: Date) => ({
+      account_id: acc.accountId,
+      webhook_id: 'wh_prune_events',
+      event_id,
+      event_type: 'contact.created',
+      state,
+      next_attempt_at: new Date(now.getTime() + DAY),
+      created_at: at,
+      updated_at: at,
+    });
+    await priv.db
+      .insertInto('webhook_deliveries')
+      .values([
+        delivery('evt_old_pending', 'pending', old),
+        // Finished long ago: pruned with its delivery.
+        delivery('evt_old_delivered', 'delivered', old),
+      ])
+      .execute();
+
+    const dispatcher = new WebhookDispatcher({
+      db: priv.db,
+      clock: priv.clock,
+      log: priv.app.log,
+      allowPrivate: true,
+    });
+    dispatcher.start();
+    await new Promise((r) => setTimeout(r, 300));
+    await dispatcher.stop();
+    expect(await eventIds(acc.accountId)).toEqual(['evt_old_pending', 'evt_recent']);
+
+    // In batches: a batch size smaller than the backlog still deletes all of it.
+    await addEvents(acc.accountId, ['evt_b1', 'evt_b2', 'evt_b3', 'evt_b4', 'evt_b5'], old);
+    expect(await pruneEvents(priv.db, new Date(now.getTime() - 7 * DAY), 2)).toBe(5);
+    expect(await eventIds(acc.accountId)).toEqual(['evt_old_pending', 'evt_recent']);
+  });
 });
