@@ -4,7 +4,7 @@ import { CacheFeed } from './db/cache-feed.js';
 import { systemClock } from './clock.js';
 import type { Config } from './config.js';
 import { createDb, migrate, type Db } from './db/database.js';
-import { startEmbeddedPostgres, type EmbeddedPostgres } from './db/embedded-postgres.js';
+import { startEmbeddedPostgres, type EmbeddedPostgres } from './db/embedded/index.js';
 import { MemoryRateLimiter, RedisRateLimiter, type RateLimiter } from './http/rate-limiter.js';
 import { schedulePruning } from './http/idempotency.js';
 import { JobRunner } from './jobs/job-runner.js';
