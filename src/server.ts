@@ -71,8 +71,16 @@ export async function startService(
   store: Store,
   roles: { api: boolean; workers: boolean } = { api: true, workers: true },
 ): Promise<RunningService> {
+  // The limiter exists before the app and its logger; its outage notices go there once it does.
+  let appLog: FastifyBaseLogger | undefined;
   const rateLimiter: RateLimiter = config.redisUrl
-    ? new RedisRateLimiter({ url: config.redisUrl })
+    ? new RedisRateLimiter({
+        url: config.redisUrl,
+        log: {
+          warn: (obj, msg) => appLog?.warn(obj, msg),
+          info: (obj, msg) => appLog?.info(obj, msg),
+        },
+      })
     : new MemoryRateLimiter();
   const { app, services } = await buildApp({
     config,
@@ -80,6 +88,7 @@ export async function startService(
     rateLimiter,
     clock: systemClock,
   });
+  appLog = app.log;
   const feed =
     roles.api && config.readCache ? listenForChanges(store.url, app.log, services) : null;
   await feed?.start();
