@@ -72,13 +72,13 @@ export async function startService(
   roles: { api: boolean; workers: boolean } = { api: true, workers: true },
 ): Promise<RunningService> {
   // The limiter exists before the app and its logger; its outage notices go there once it does.
-  let appLog: FastifyBaseLogger | undefined;
+  const logTo: { app?: FastifyBaseLogger } = {};
   const rateLimiter: RateLimiter = config.redisUrl
     ? new RedisRateLimiter({
         url: config.redisUrl,
         log: {
-          warn: (obj, msg) => appLog?.warn(obj, msg),
-          info: (obj, msg) => appLog?.info(obj, msg),
+          warn: (obj, msg) => logTo.app?.warn(obj, msg),
+          info: (obj, msg) => logTo.app?.info(obj, msg),
         },
       })
     : new MemoryRateLimiter();
@@ -88,7 +88,7 @@ export async function startService(
     rateLimiter,
     clock: systemClock,
   });
-  appLog = app.log;
+  logTo.app = app.log;
   const feed =
     roles.api && config.readCache ? listenForChanges(store.url, app.log, services) : null;
   await feed?.start();
