@@ -10,6 +10,7 @@ export const ERROR_STATUS = {
   idempotency_error: 422,
   rate_limited: 429,
   internal_error: 500,
+  unavailable: 503,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
