@@ -17,7 +17,7 @@ import { ReadCache } from './db/read-cache.js';
 import { Transactor } from './db/transactor.js';
 import { Outbox } from './events/outbox.js';
 import { installApiAuth } from './http/auth.js';
-import { installErrorHandlers } from './http/error-handler.js';
+import { installErrorHandlers, sendUnavailable } from './http/error-handler.js';
 import { installIdempotency } from './http/idempotency.js';
 import { installInputGuard } from './http/input-guard.js';
 import type { RateLimiter } from './http/rate-limiter.js';
@@ -247,9 +247,7 @@ export async function buildApp(
       await sql`SELECT 1`.execute(deps.db);
       return { status: 'ok' };
     } catch {
-      return reply
-        .code(503)
-        .send({ error: { code: 'unavailable', message: 'database unreachable' } });
+      return sendUnavailable(reply, 'database unreachable');
     }
   });
   app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());

@@ -4,7 +4,7 @@ import { CacheFeed } from './db/cache-feed.js';
 import { systemClock } from './clock.js';
 import type { Config } from './config.js';
 import { createDb, migrate, type Db } from './db/database.js';
-import { startEmbeddedPostgres, type EmbeddedPostgres } from './db/embedded-postgres.js';
+import { startEmbeddedPostgres, type EmbeddedPostgres } from './db/embedded/index.js';
 import { MemoryRateLimiter, RedisRateLimiter, type RateLimiter } from './http/rate-limiter.js';
 import { schedulePruning } from './http/idempotency.js';
 import { JobRunner } from './jobs/job-runner.js';
@@ -71,8 +71,16 @@ export async function startService(
   store: Store,
   roles: { api: boolean; workers: boolean } = { api: true, workers: true },
 ): Promise<RunningService> {
+  // The limiter exists before the app and its logger; its outage notices go there once it does.
+  const logTo: { app?: FastifyBaseLogger } = {};
   const rateLimiter: RateLimiter = config.redisUrl
-    ? new RedisRateLimiter({ url: config.redisUrl })
+    ? new RedisRateLimiter({
+        url: config.redisUrl,
+        log: {
+          warn: (obj, msg) => logTo.app?.warn(obj, msg),
+          info: (obj, msg) => logTo.app?.info(obj, msg),
+        },
+      })
     : new MemoryRateLimiter();
   const { app, services } = await buildApp({
     config,
@@ -80,6 +88,7 @@ export async function startService(
     rateLimiter,
     clock: systemClock,
   });
+  logTo.app = app.log;
   const feed =
     roles.api && config.readCache ? listenForChanges(store.url, app.log, services) : null;
   await feed?.start();

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { createDb, migrate } from '../src/db/database.js';
-import { startEmbeddedPostgres } from '../src/db/embedded-postgres.js';
+import { startEmbeddedPostgres } from '../src/db/embedded/index.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {

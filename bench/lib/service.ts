@@ -188,7 +188,7 @@ export async function startService(opts: {
 }
 
 /**
- * The URL of the service's embedded PostgreSQL (see src/db/embedded-postgres.ts): the
+ * The URL of the service's embedded PostgreSQL (see src/db/embedded/): the
  * credentials it generated and the port its running postmaster records; database `switchboard`.
  */
 async function embeddedDatabaseUrl(dataDir: string): Promise<string> {

@@ -68,7 +68,13 @@ export class CacheFeed {
   }
 
   private async connect(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.opts.url });
+    // A connect that hangs (a server that accepts and never answers) must fail and be retried,
+    // or the caches would stay off after the database is back.
+    const client = new pg.Client({
+      connectionString: this.opts.url,
+      connectionTimeoutMillis: 5_000,
+      keepAlive: true,
+    });
     client.on('notification', (msg) => this.onNotification(msg.payload ?? ''));
     client.on('error', (err) => this.lost(client, err));
     client.on('end', () => this.lost(client));

@@ -69,11 +69,24 @@ function preparingPool(pool: pg.Pool): PostgresPool {
 
 export function createDb(
   url: string,
-  opts: { max?: number; preparedStatements?: boolean } = {},
+  opts: { max?: number; preparedStatements?: boolean; connectionTimeoutMs?: number } = {},
 ): Db {
-  const pool = new pg.Pool({ connectionString: url, max: opts.max ?? 20 });
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: opts.max ?? 20,
+    // Without it a request waits forever for a connection while the database is unreachable
+    // (a server that accepts no connections, a dropped network); with it the request fails
+    // and answers 503 `unavailable`.
+    connectionTimeoutMillis: opts.connectionTimeoutMs ?? 5_000,
+    // A server that vanished without closing its sockets is noticed by TCP, not never.
+    keepAlive: true,
+  });
   // An idle client that loses its server must not crash the process; the pool replaces it.
   pool.on('error', () => undefined);
+  // The pool listens only to idle clients. One checked out (a transaction between statements)
+  // whose server goes away would emit an unheard 'error' and crash the process; its next
+  // statement fails instead (503 `unavailable`), and the pool discards it on release.
+  pool.on('connect', (client) => client.on('error', () => undefined));
   return new Kysely<Tables>({
     dialect: new PostgresDialect({
       pool: opts.preparedStatements === false ? pool : preparingPool(pool),

@@ -39,9 +39,10 @@ export function installApiAuth(
     try {
       decision = await deps.rateLimiter.hit(owner.keyId, effectiveRateLimit(owner));
     } catch (err) {
-      // The count lives in Redis when configured; its outage must not take the API down with
-      // it, so the request goes through uncounted (and without rate-limit headers).
-      request.log.warn({ err }, 'rate limiter unavailable; request not counted');
+      // The limiters do not fail on an outage (the Redis one counts in process meanwhile); a
+      // failure here is a bug, which must not take the API down: the request goes through
+      // uncounted.
+      request.log.error({ err }, 'rate limiter failed; request not counted');
       return;
     }
     reply.header('X-RateLimit-Limit', decision.limit);

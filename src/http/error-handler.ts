@@ -6,7 +6,14 @@ import {
   type ErrorCode,
   type ErrorDetail,
 } from '../errors.js';
+import { isDatabaseUnavailable } from '../db/errors.js';
 import { describeValidation } from './validation.js';
+
+/**
+ * Seconds a client is told to wait while the database is unreachable: long enough not to hammer
+ * a restarting server, short enough that clients come back soon after it does.
+ */
+export const UNAVAILABLE_RETRY_AFTER_S = 5;
 
 function send(
   reply: FastifyReply,
@@ -43,6 +50,15 @@ const FASTIFY_CLIENT_ERRORS: Record<string, { code: ErrorCode; message: string }
   FST_ERR_CTP_INVALID_TYPE: { code: 'invalid_request', message: 'Content-Type header is invalid' },
 };
 
+/** 503 `unavailable` with `Retry-After`: the database cannot be reached at the moment. */
+export function sendUnavailable(
+  reply: FastifyReply,
+  message = 'database unavailable; retry later',
+) {
+  reply.header('Retry-After', UNAVAILABLE_RETRY_AFTER_S);
+  return send(reply, 'unavailable', message);
+}
+
 export function installErrorHandlers(app: FastifyInstance): void {
   // Request bodies are JSON only (SPEC.md 1.2). Fastify also parses text/plain by default, which
   // would let a text body reach validation as a string (422); without the parser it is a 400.
@@ -63,6 +79,12 @@ export function installErrorHandlers(app: FastifyInstance): void {
     }
     if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) {
       return send(reply, 'invalid_request', err.message);
+    }
+    if (isDatabaseUnavailable(err)) {
+      // The request can be retried as it was: whatever it wrote ran in a transaction that the
+      // lost connection rolled back, or had not started.
+      request.log.warn({ err }, 'database unavailable');
+      return sendUnavailable(reply);
     }
     request.log.error({ err }, 'unhandled error');
     return send(reply, 'internal_error', 'internal error; quote the request_id when reporting it');

@@ -221,6 +221,19 @@ function parseScore(raw: string): number | undefined {
   return raw === '' ? undefined : Number(raw);
 }
 
+interface RateLimitLog {
+  warn(obj: object, msg: string): void;
+  info(obj: object, msg: string): void;
+}
+
+/**
+ * Counts in Redis, so that every process of the service shares one count per key. While Redis is
+ * unreachable or does not answer in time, it counts in this process instead (each process then
+ * counts alone, so a client spread over N processes gets up to N times its limit): requests are
+ * still limited, never let through uncounted, and never wait on a dead Redis. The outage is
+ * logged once when it starts and once when it ends; a ping every `probeMs` notices Redis's
+ * return, and counting goes back to Redis from then on.
+ */
 export class RedisRateLimiter implements RateLimiter {
   private readonly redis: Redis;
   private readonly windowMs: number;
@@ -230,26 +243,57 @@ export class RedisRateLimiter implements RateLimiter {
   private readonly instanceId = randomBytes(6).toString('base64url');
   private seq = 0;
   private closing: Promise<void> | undefined;
+  private readonly fallback: MemoryRateLimiter;
+  private readonly log: RateLimitLog | undefined;
+  private readonly probeMs: number;
+  private probe: NodeJS.Timeout | null = null;
+  private probing = false;
 
-  constructor(opts: { url: string; windowMs?: number; keyPrefix?: string }) {
+  constructor(opts: {
+    url: string;
+    windowMs?: number;
+    keyPrefix?: string;
+    log?: RateLimitLog;
+    /** How often Redis is pinged during an outage to notice that it is back. */
+    probeMs?: number;
+  }) {
     this.windowMs = checkWindow(opts.windowMs ?? DEFAULT_WINDOW_MS);
     this.keyPrefix = opts.keyPrefix ?? 'sb:rl:';
+    this.log = opts.log;
+    this.probeMs = opts.probeMs ?? 1_000;
+    this.fallback = new MemoryRateLimiter({ windowMs: this.windowMs });
     this.redis = new Redis(opts.url, {
-      // Fail a hit quickly while Redis is down instead of stalling the request; the caller
-      // decides whether to fail open or closed.
+      // Fail a hit quickly while Redis is down instead of stalling the request; the hit is
+      // then counted in process.
       maxRetriesPerRequest: 2,
       enableOfflineQueue: true,
       // A Redis that stops answering (a silent network partition) must not hold requests either.
       commandTimeout: 500,
     });
-    // Failures already reach callers as rejected hit() promises; without a listener ioredis
-    // would also print every reconnect error to stderr.
+    // Failures reach hit() as rejected commands; without a listener ioredis would also print
+    // every reconnect error to stderr.
     this.redis.on('error', () => undefined);
     this.redis.defineCommand('switchboardRateLimitHit', { numberOfKeys: 1, lua: HIT_SCRIPT });
   }
 
+  /** True while hits are counted in this process because Redis is unreachable. */
+  get degraded(): boolean {
+    return this.probe !== null;
+  }
+
   async hit(key: string, limit: number, nowMs: number = Date.now()): Promise<RateLimitDecision> {
     checkHitArgs(limit, nowMs);
+    if (this.degraded) return this.fallback.hit(key, limit, nowMs);
+    try {
+      return await this.hitRedis(key, limit, nowMs);
+    } catch (err) {
+      if (this.closing) throw err;
+      this.startOutage(err);
+      return this.fallback.hit(key, limit, nowMs);
+    }
+  }
+
+  private async hitRedis(key: string, limit: number, nowMs: number): Promise<RateLimitDecision> {
     const member = `${nowMs}-${this.instanceId}-${(this.seq++).toString(36)}`;
     const reply = await this.redis.switchboardRateLimitHit(
       this.keyPrefix + key,
@@ -274,12 +318,42 @@ export class RedisRateLimiter implements RateLimiter {
     );
   }
 
-  async close(): Promise<void> {
-    this.closing ??= this.redis.quit().then(
-      () => undefined,
-      // quit() rejects if Redis never came back; the socket still has to go.
-      () => this.redis.disconnect(),
+  private startOutage(err: unknown): void {
+    if (this.probe) return;
+    this.log?.warn(
+      { err },
+      'rate limits: Redis unreachable; counting in this process until it answers again (each process counts alone)',
     );
+    this.probe = setInterval(() => void this.checkBack(), this.probeMs);
+    // Only a check; it must never keep the process alive.
+    this.probe.unref();
+  }
+
+  private async checkBack(): Promise<void> {
+    if (this.probing || !this.probe) return;
+    this.probing = true;
+    try {
+      await this.redis.ping();
+      if (this.probe) clearInterval(this.probe);
+      this.probe = null;
+      this.log?.info({}, 'rate limits: Redis answers again; counting there');
+    } catch {
+      // Still down: the next tick tries again.
+    } finally {
+      this.probing = false;
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closing ??= (async () => {
+      if (this.probe) clearInterval(this.probe);
+      await this.fallback.close();
+      await this.redis.quit().then(
+        () => undefined,
+        // quit() rejects if Redis never came back; the socket still has to go.
+        () => this.redis.disconnect(),
+      );
+    })();
     return this.closing;
   }
 }

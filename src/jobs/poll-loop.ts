@@ -2,18 +2,24 @@
  * The loop of a worker that claims work from the database: run a step; when it found nothing
  * to do (or has no free slot), sleep for the poll interval, unless a slot freed meanwhile.
  * The signal is sticky, so a slot freed while a step is running is never lost to the sleep.
+ * A failing step (the database is down) never ends the loop: it is reported and retried after a
+ * delay that doubles with each consecutive failure, up to `maxBackoffMs`, so an outage is not
+ * met with a storm of attempts and log lines, and the loop picks up again by itself after it.
  */
 export class PollLoop {
   private running = false;
   private loop: Promise<void> | null = null;
   private wake: (() => void) | null = null;
   private signalled = false;
+  private failures = 0;
 
   constructor(
     /** Returns true when it should run again at once (it claimed work and has room for more). */
     private readonly step: () => Promise<boolean>,
     private readonly intervalMs: number,
-    private readonly onError: (err: unknown) => void,
+    /** Told each failure and how many in a row it makes (1 for the first of a streak). */
+    private readonly onError: (err: unknown, consecutive: number) => void,
+    private readonly maxBackoffMs = 5_000,
   ) {}
 
   start(): void {
@@ -40,14 +46,23 @@ export class PollLoop {
     while (this.running) {
       this.signalled = false;
       let again = false;
+      let waitMs = this.intervalMs;
       try {
         again = await this.step();
+        this.failures = 0;
       } catch (err) {
-        this.onError(err);
+        this.failures++;
+        this.onError(err, this.failures);
+        waitMs = Math.max(
+          this.intervalMs,
+          Math.min(this.maxBackoffMs, this.intervalMs * 2 ** Math.min(this.failures - 1, 20)),
+        );
       }
-      if (again || !this.running || this.signalled) continue;
+      if (!this.running) continue;
+      // After a failure, a signal does not cut the back-off short: it would retry at once.
+      if (this.failures === 0 && (again || this.signalled)) continue;
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, this.intervalMs);
+        const timer = setTimeout(resolve, waitMs);
         this.wake = () => {
           clearTimeout(timer);
           resolve();

@@ -141,7 +141,15 @@ export class WebhookDispatcher {
         return claimed > 0 && this.backlogged && this.inFlightTotal < this.maxInFlight;
       },
       this.pollIntervalMs,
-      (err) => this.opts.log.error({ err }, 'webhook dispatcher: claiming failed'),
+      (err, consecutive) => {
+        // Once per streak and then now and again: an outage must not flood the log.
+        if (consecutive === 1 || consecutive % 20 === 0) {
+          this.opts.log.error(
+            { err, consecutive },
+            'webhook dispatcher: claiming failed; retrying with back-off',
+          );
+        }
+      },
     );
   }
 

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startEmbeddedPostgres } from '../../src/db/embedded-postgres.js';
+import { startEmbeddedPostgres } from '../../src/db/embedded/index.js';
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 const fixture = fileURLToPath(new URL('./fixtures/hold-embedded-postgres.ts', import.meta.url));

@@ -1,5 +1,5 @@
 import type { LightMyRequestResponse } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { createDb } from '../../src/db/database.js';
@@ -224,9 +224,8 @@ describe('unknown route', () => {
 });
 
 describe('internal errors', () => {
-  it('answer 500 internal_error with a request_id and no stack trace or driver message', async () => {
-    // A database nobody listens on: the first query fails inside the request.
-    const db = createDb('postgres://nobody@127.0.0.1:1/none', { max: 1 });
+  async function appOn(url: string) {
+    const db = createDb(url, { max: 1 });
     const rateLimiter = new MemoryRateLimiter();
     const { app } = await buildApp({
       config: { ...loadConfig({}), adminToken: null, logLevel: 'silent' },
@@ -234,6 +233,22 @@ describe('internal errors', () => {
       rateLimiter,
       clock: new TestClock(),
     });
+    return {
+      app,
+      close: async () => {
+        await app.close();
+        await rateLimiter.close();
+        await db.destroy();
+      },
+    };
+  }
+
+  it('answer 500 internal_error with a request_id and no stack trace or driver message', async () => {
+    // A session whose search_path finds none of the tables: the first query fails inside the
+    // request with an error that is no client's doing and not an outage.
+    const url = new URL(inject('databaseUrl'));
+    url.searchParams.set('options', '-c search_path=nowhere');
+    const { app, close } = await appOn(url.toString());
     try {
       const res = await app.inject({
         method: 'GET',
@@ -242,11 +257,29 @@ describe('internal errors', () => {
       });
       expectEnvelope(res, 500, 'internal_error');
       expect(res.json().error.request_id).toBe('req-500');
-      expect(res.body).not.toMatch(/ECONNREFUSED|127\.0\.0\.1|connect/i);
+      expect(res.body).not.toMatch(/relation|api_keys|nowhere/i);
     } finally {
-      await app.close();
-      await rateLimiter.close();
-      await db.destroy();
+      await close();
+    }
+  });
+
+  it('answer 503 unavailable with Retry-After while the database cannot be reached', async () => {
+    // A database nobody listens on: the first query fails inside the request.
+    const { app, close } = await appOn('postgres://nobody@127.0.0.1:1/none');
+    try {
+      const res = await app.inject({
+        method: 'GET',
+        url: '/v1/contacts',
+        headers: { authorization: 'Bearer sb_live_whatever', 'x-request-id': 'req-503' },
+      });
+      expectEnvelope(res, 503, 'unavailable');
+      expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+      expect(res.json().error.request_id).toBe('req-503');
+      expect(res.body).not.toMatch(/ECONNREFUSED|127\.0\.0\.1|connect/i);
+      const ready = await app.inject({ method: 'GET', url: '/readyz' });
+      expectEnvelope(ready, 503, 'unavailable');
+    } finally {
+      await close();
     }
   });
 });

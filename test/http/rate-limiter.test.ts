@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { TcpProxy } from '../tcp-proxy.js';
 import { Redis } from 'ioredis';
 import {
   MemoryRateLimiter,
@@ -347,16 +348,28 @@ describe.skipIf(SKIP_REDIS)('RedisRateLimiter only', () => {
     }
   });
 
-  it('rejects promptly (does not hang) when Redis is unreachable, and still closes', async () => {
-    const l = new RedisRateLimiter({ url: 'redis://127.0.0.1:1' });
+  it('counts in process, promptly, when Redis is unreachable, and still closes', async () => {
+    const warnings: string[] = [];
+    const l = new RedisRateLimiter({
+      url: 'redis://127.0.0.1:1',
+      log: { warn: (_o, msg) => warnings.push(msg), info: () => undefined },
+    });
     try {
-      await expect(l.hit('k', 1, T0)).rejects.toThrow();
+      const started = Date.now();
+      expect(await l.hit('k', 2, T0)).toMatchObject({ allowed: true, remaining: 1 });
+      expect(await l.hit('k', 2, T0 + 1)).toMatchObject({ allowed: true, remaining: 0 });
+      expect(await l.hit('k', 2, T0 + 2)).toMatchObject({ allowed: false, retryAfterSeconds: 60 });
+      expect(Date.now() - started).toBeLessThan(5_000);
+      expect(l.degraded).toBe(true);
+      // One warning for the outage, not one per request.
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]).toMatch(/counting in this process/);
     } finally {
       await l.close();
     }
   }, 10_000);
 
-  it('rejects within its command timeout when Redis accepts connections but never answers', async () => {
+  it('counts in process within its command timeout when Redis accepts connections but never answers', async () => {
     // A silent partition: the connection is up, no reply ever comes.
     const sockets = new Set<Socket>();
     const silent = createServer((socket) => {
@@ -368,12 +381,58 @@ describe.skipIf(SKIP_REDIS)('RedisRateLimiter only', () => {
     const l = new RedisRateLimiter({ url: `redis://127.0.0.1:${port}` });
     try {
       const started = Date.now();
-      await expect(l.hit('k', 1, T0)).rejects.toThrow(/timed out/i);
+      expect(await l.hit('k', 1, T0)).toMatchObject({ allowed: true });
       expect(Date.now() - started).toBeLessThan(5_000);
+      // Later hits do not wait on the silent server at all.
+      const next = Date.now();
+      expect(await l.hit('k', 1, T0 + 1)).toMatchObject({ allowed: false });
+      expect(Date.now() - next).toBeLessThan(100);
     } finally {
       await l.close();
       for (const s of sockets) s.destroy();
       silent.close();
     }
   }, 10_000);
+
+  it.skipIf(SKIP_REDIS)(
+    'goes back to counting in Redis once it answers again',
+    async () => {
+      const proxy = await new TcpProxy(Number(new URL(REDIS_URL).port || 6379)).start();
+      const prefix = `sb:test:${randomBytes(6).toString('hex')}:`;
+      const notices: string[] = [];
+      const l = new RedisRateLimiter({
+        url: `redis://127.0.0.1:${proxy.port}`,
+        keyPrefix: prefix,
+        probeMs: 100,
+        log: {
+          warn: (_o, msg) => notices.push(`warn ${msg}`),
+          info: (_o, msg) => notices.push(`info ${msg}`),
+        },
+      });
+      const raw = new Redis(REDIS_URL);
+      try {
+        await l.hit('k', 10, Date.now());
+        expect(await raw.zcard(`${prefix}k`)).toBe(1);
+
+        await proxy.cut();
+        for (let i = 0; i < 3; i++) expect((await l.hit('k', 10, Date.now())).allowed).toBe(true);
+        expect(l.degraded).toBe(true);
+        expect(await raw.zcard(`${prefix}k`)).toBe(1); // counted in process meanwhile
+
+        await proxy.restore();
+        const deadline = Date.now() + 10_000;
+        while (l.degraded && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+        expect(l.degraded).toBe(false);
+        await l.hit('k', 10, Date.now());
+        expect(await raw.zcard(`${prefix}k`)).toBe(2);
+        expect(notices.map((n) => n.split(' ')[0])).toEqual(['warn', 'info']);
+      } finally {
+        await raw.del(`${prefix}k`);
+        await raw.quit();
+        await l.close();
+        await proxy.close();
+      }
+    },
+    20_000,
+  );
 });
