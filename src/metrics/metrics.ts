@@ -162,14 +162,8 @@ export class Metrics {
    * left out when they could not be read.
    */
   async expose(queues: QueueStats | null): Promise<string> {
-    for (const gauge of [
-      this.jobsQueued,
-      this.jobsDue,
-      this.jobsOldestDueAge,
-      this.deliveriesPending,
-      this.deliveriesDue,
-      this.deliveriesOldestDueAge,
-    ]) {
+    for (const gauge of [this.jobsQueued, this.jobsDue, this.jobsOldestDueAge]) gauge.reset();
+    for (const gauge of [this.deliveriesPending, this.deliveriesDue, this.deliveriesOldestDueAge]) {
       gauge.reset();
       // reset() leaves a label-less gauge at 0; removing its one series leaves no sample at all.
       if (!queues) gauge.remove();

@@ -194,6 +194,27 @@ describe('METRICS_TOKEN', () => {
   });
 });
 
+describe('with the database unreachable', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    // Nothing listens on port 1: every query fails at once.
+    t = await startTestApp({
+      databaseUrl: 'postgres://postgres@127.0.0.1:1/none',
+      readCache: false,
+    });
+  });
+  afterAll(() => t.close());
+
+  it('the process metrics are still served, and the queue gauges left out rather than stale', async () => {
+    const { text, samples } = await scrape(t);
+    expect(valueOf(samples, 'switchboard_process_cpu_user_seconds_total')).toBeGreaterThan(0);
+    expect(text).toContain('# TYPE switchboard_jobs_queued gauge');
+    expect(samples.filter((s) => /^switchboard_(jobs|webhook_deliveries)_/.test(s.name))).toEqual(
+      [],
+    );
+  });
+});
+
 describe('provider errors', () => {
   const failing: ChannelProvider = {
     name: 'flaky',
