@@ -48,6 +48,8 @@ import { WebhooksRepository } from './webhooks/webhooks.repository.js';
 import { webhooksRoutes } from './webhooks/webhooks.routes.js';
 import { WebhooksService } from './webhooks/webhooks.service.js';
 import { ErrorBody, NoQuery } from './http/schemas.js';
+import { Metrics } from './metrics/metrics.js';
+import { installRequestMetrics, metricsRoutes } from './metrics/metrics.routes.js';
 import { validatorCompiler } from './http/validation.js';
 
 export const BODY_LIMIT = 1024 * 1024;
@@ -56,6 +58,7 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 export type AppConfig = Pick<
   Config,
   | 'adminToken'
+  | 'metricsToken'
   | 'logLevel'
   | 'allowPrivateTargets'
   | 'sandboxAutoAdvance'
@@ -73,6 +76,8 @@ export interface AppDeps {
   clock: Clock;
   /** Replaces the guarded media fetcher (benchmarks only). */
   fetchMedia?: MediaFetcher;
+  /** Replaces providers of some channels (tests only; the sandbox serves every channel otherwise). */
+  providers?: Partial<ChannelProviders>;
 }
 
 /** Every service, built once from the few repositories and adapters each one uses. */
@@ -85,6 +90,7 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
   const conversationsRepo = new ConversationsRepository(db);
   const messagesRepo = new MessagesRepository(db);
   const broadcastsRepo = new BroadcastsRepository(db);
+  const metrics = new Metrics();
 
   // Disabled (every read goes to the database) until a CacheFeed listens for changes.
   const caches = {
@@ -117,6 +123,7 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     instagram: sandbox,
     messenger: sandbox,
     webchat: sandbox,
+    ...deps.providers,
   };
   const conversations = new ConversationsService({
     tx,
@@ -141,6 +148,7 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
         allowPrivate: config.allowPrivateTargets,
         concurrency: config.mediaFetchConcurrency,
       }),
+    metrics,
     clock,
   });
   const webhooks = new WebhooksService({
@@ -159,6 +167,7 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     clock,
     batchSize: config.broadcastBatchSize,
     ratePerSecond: config.broadcastRatePerSecond,
+    metrics,
   });
   const jobHandlers = [sandboxStatusJob(messages), broadcastSendJob(broadcasts)] as JobHandler[];
   return {
@@ -173,6 +182,7 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     broadcasts,
     jobHandlers,
     caches,
+    metrics,
   };
 }
 export type Services = ReturnType<typeof buildServices>;
@@ -205,6 +215,7 @@ export async function buildApp(
     reply.header('X-Request-Id', request.id);
     done();
   });
+  installRequestMetrics(app, services.metrics);
   app.addSchema(ErrorBody);
 
   await app.register(swagger, {
@@ -251,6 +262,13 @@ export async function buildApp(
     }
   });
   app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  metricsRoutes(app, {
+    metrics: services.metrics,
+    db: deps.db,
+    clock: deps.clock,
+    token: deps.config.metricsToken,
+    jobKinds: services.jobHandlers.map((h) => h.kind),
+  });
 
   await app.register(
     async (v1) => {

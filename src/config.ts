@@ -12,6 +12,8 @@ export interface Config {
   readCache: boolean;
   redisUrl: string | null;
   adminToken: string | null;
+  /** Bearer token that GET /metrics requires; open without one. */
+  metricsToken: string | null;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   allowPrivateTargets: boolean;
   sandboxAutoAdvance: boolean;
@@ -72,6 +74,10 @@ export function loadConfig(env: Env = process.env): Config {
   if (adminToken !== '' && adminToken.length < 16) {
     throw new ConfigError('ADMIN_TOKEN must be at least 16 characters long');
   }
+  const metricsToken = env.METRICS_TOKEN ?? '';
+  if (metricsToken !== '' && metricsToken.length < 16) {
+    throw new ConfigError('METRICS_TOKEN must be at least 16 characters long');
+  }
   return {
     port: readInt(env, 'PORT', 3000, 0, 65535),
     host: env.HOST || '127.0.0.1',
@@ -81,6 +87,7 @@ export function loadConfig(env: Env = process.env): Config {
     readCache: readBool(env, 'READ_CACHE', true),
     redisUrl: readUrl(env, 'REDIS_URL', ['redis:', 'rediss:']),
     adminToken: adminToken === '' ? null : adminToken,
+    metricsToken: metricsToken === '' ? null : metricsToken,
     logLevel: logLevel as Config['logLevel'],
     allowPrivateTargets: readBool(env, 'ALLOW_PRIVATE_TARGETS', false),
     sandboxAutoAdvance: readBool(env, 'SANDBOX_AUTO_ADVANCE', true),

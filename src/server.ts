@@ -107,6 +107,7 @@ export async function startService(
         clock: systemClock,
         log: app.log,
         allowPrivate: config.allowPrivateTargets,
+        metrics: services.metrics,
       })
     : null;
   if (roles.api) {

@@ -1,6 +1,6 @@
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { inject } from 'vitest';
-import { buildApp, type AppConfig, type Services } from '../src/app.js';
+import { buildApp, type AppConfig, type AppDeps, type Services } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import type { Clock } from '../src/clock.js';
 import { randomBytes } from 'node:crypto';
@@ -43,6 +43,8 @@ export async function startTestApp(
     databaseUrl?: string;
     /** The read caches and their change feed, as a service runs them (on unless false). */
     readCache?: boolean;
+    /** Providers that replace the sandbox on some channels. */
+    providers?: AppDeps['providers'];
   } = {},
 ): Promise<TestApp> {
   const url = opts.databaseUrl ?? inject('databaseUrl');
@@ -63,6 +65,7 @@ export async function startTestApp(
     db,
     rateLimiter,
     clock,
+    providers: opts.providers,
   });
   await app.ready();
   const feed = opts.readCache === false ? null : listenForChanges(url, app.log, services);

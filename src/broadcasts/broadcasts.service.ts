@@ -8,6 +8,7 @@ import type { PageRequest, PageResult } from '../http/pagination.js';
 import { newId } from '../ids.js';
 import { normaliseTags } from '../contacts/contacts.service.js';
 import type { JobQueue } from '../jobs/job-queue.js';
+import type { Metrics } from '../metrics/metrics.js';
 import type { MessagesService } from '../messages/messages.service.js';
 import type { TemplatesService } from '../templates/templates.service.js';
 import type { BroadcastRow, BroadcastsRepository } from './broadcasts.repository.js';
@@ -75,6 +76,7 @@ export class BroadcastsService {
       clock: Clock;
       batchSize: number;
       ratePerSecond: Record<Channel, number>;
+      metrics: Metrics;
     },
   ) {}
 
@@ -184,7 +186,8 @@ export class BroadcastsService {
    * job runs it again; the recipient key makes a second message impossible.
    */
   async sendNextBatch(accountId: string, id: string): Promise<'more' | 'done'> {
-    return this.deps.tx.run({ accountId }, async (trx) => {
+    const processed = { sent: 0, failed: 0 };
+    const step = await this.deps.tx.run({ accountId }, async (trx) => {
       let b = await this.deps.broadcasts.lock(trx, accountId, id);
       if (!b) return 'done';
       const now = this.deps.clock.now();
@@ -277,6 +280,8 @@ export class BroadcastsService {
         })),
       );
       const sent = results.filter((r) => r.row).length;
+      processed.sent = sent;
+      processed.failed = results.length - sent;
       await this.deps.broadcasts.addStats(
         trx,
         accountId,
@@ -290,6 +295,9 @@ export class BroadcastsService {
       });
       return 'more';
     });
+    // Counted once committed: a batch that rolls back is sent again and must not count twice.
+    this.deps.metrics.broadcastRecipients(processed.sent, processed.failed);
+    return step;
   }
 
   /**

@@ -10,6 +10,7 @@ import { AppError, NotFound, ValidationError } from '../errors.js';
 import type { Outbox } from '../events/outbox.js';
 import { newId } from '../ids.js';
 import type { ConversationsRepository } from '../conversations/conversations.repository.js';
+import type { Metrics } from '../metrics/metrics.js';
 import type { TemplatesService } from '../templates/templates.service.js';
 import type { FetchedMedia, MediaFetcher } from './media.js';
 import type { MessageRow, MessagesRepository } from './messages.repository.js';
@@ -77,6 +78,7 @@ export class MessagesService {
       broadcasts: BroadcastsRepository;
       outbox: Outbox;
       fetchMedia: MediaFetcher;
+      metrics: Metrics;
       clock: Clock;
     },
   ) {}
@@ -164,18 +166,25 @@ export class MessagesService {
     }
     if (accepted.length === 0) return results;
 
-    const receipts = await this.deps.providers[batch.channel].send(
-      { trx },
-      accepted.map((a) => ({
-        accountId,
-        messageId: a.messageId,
-        channel: batch.channel,
-        to: a.recipient,
-        type: batch.type,
-        content: batch.content,
-        media: batch.media,
-      })),
-    );
+    const provider = this.deps.providers[batch.channel];
+    let receipts: { providerMessageId: string }[];
+    try {
+      receipts = await provider.send(
+        { trx },
+        accepted.map((a) => ({
+          accountId,
+          messageId: a.messageId,
+          channel: batch.channel,
+          to: a.recipient,
+          type: batch.type,
+          content: batch.content,
+          media: batch.media,
+        })),
+      );
+    } catch (err) {
+      this.deps.metrics.providerError(batch.channel, provider.name);
+      throw err;
+    }
     const rows: MessageRow[] = accepted.map((a, i) => ({
       account_id: accountId,
       id: a.messageId,

@@ -7,6 +7,7 @@ import { Batcher } from '../db/batcher.js';
 import { newId } from '../ids.js';
 import { guardedFetch, OutboundError } from '../net/guarded-fetch.js';
 import { EVENT_RETENTION_MS, pruneEvents } from '../events/retention.js';
+import type { Metrics } from '../metrics/metrics.js';
 import { PollLoop } from '../jobs/poll-loop.js';
 import { nextRetryDelayMs, parseRetryAfter } from './retry-policy.js';
 import { lockDeliveries } from './webhooks.repository.js';
@@ -34,6 +35,8 @@ export interface DispatcherOptions {
   random?: () => number;
   /** Only this account's deliveries (tests and tools); every account's by default. */
   accountId?: string;
+  /** Counts attempts by outcome and times them (the API process's registry serves them). */
+  metrics?: Metrics;
 }
 
 interface Claimed {
@@ -341,6 +344,11 @@ export class WebhookDispatcher {
       state = delay === undefined ? 'failed' : 'pending';
       if (delay !== undefined) nextAttemptAt = new Date(now.getTime() + delay);
     }
+    this.opts.metrics?.webhookAttempt(
+      outcome.kind === 'delivered' ? 'success' : state === 'failed' ? 'gave_up' : 'failure',
+      outcome.statusCode,
+      durationMs / 1000,
+    );
     const attempt: Attempt = {
       d,
       id: newId('dlv'),
