@@ -5,8 +5,10 @@ import {
   hostileValue,
   idToken,
   nested,
+  isToken,
   pathsOf,
   raw,
+  rawBytes,
   setAt,
   type Token,
 } from './values.js';
@@ -338,7 +340,9 @@ const pageValues = [
   ' 1',
 ];
 
-function queryOf(op: Operation): fc.Arbitrary<{ pairs: [string, unknown][]; notes: string[] }> {
+function queryOf(
+  op: Operation,
+): fc.Arbitrary<{ pairs: [string, unknown][]; notes: string[]; valid: [string, unknown][] }> {
   const valid = fc.tuple(
     ...op.queryParams.map((p) =>
       fc.option(
@@ -395,11 +399,18 @@ function queryOf(op: Operation): fc.Arbitrary<{ pairs: [string, unknown][]; note
         notes.push('query parameter repeated');
       }
     }
-    return { pairs: out, notes };
+    return {
+      pairs: out,
+      notes,
+      valid: pairs.filter((p): p is [string, unknown] => p !== undefined),
+    };
   });
 }
 
-const rawBodies: readonly { text: string; label?: string }[] = [
+const rawBodies: readonly { text: string; label?: string; bytes?: boolean }[] = [
+  { text: '{"name":"\xff\xfe"}', label: '{"name":"<bytes FF FE>"}', bytes: true },
+  { text: '{"name":"\xed\xa0\x80"}', label: '{"name":"<bytes ED A0 80>"}', bytes: true },
+  { text: '\xef\xbb\xbf{}', label: '<UTF-8 BOM>{}', bytes: true },
   { text: '' },
   { text: 'null' },
   { text: '[]' },
@@ -420,7 +431,7 @@ const rawBodies: readonly { text: string; label?: string }[] = [
   { text: '{"a":'.repeat(40) + '1' + '}'.repeat(40), label: '<object nested 40 deep>' },
 ];
 
-type BodyChoice = { body: unknown; hasBody: boolean; notes: string[] };
+type BodyChoice = { body: unknown; hasBody: boolean; notes: string[]; valid?: unknown };
 
 function bodyOf(op: Operation): fc.Arbitrary<BodyChoice> {
   if (!op.body) {
@@ -432,7 +443,7 @@ function bodyOf(op: Operation): fc.Arbitrary<BodyChoice> {
       },
       {
         arbitrary: fc.constantFrom(...rawBodies).map((b): BodyChoice => ({
-          body: raw(b.text, b.label),
+          body: b.bytes ? rawBytes(b.text, b.label ?? b.text) : raw(b.text, b.label),
           hasBody: true,
           notes: ['body on an operation without one'],
         })),
@@ -465,55 +476,103 @@ function bodyOf(op: Operation): fc.Arbitrary<BodyChoice> {
         'nested',
         'raw',
         'root',
+        'key',
       ),
       hostileValue,
       fc.constantFrom(...rawBodies),
-      fc.constantFrom('extra', '\u0000', '\ud800', 'a'.repeat(300), '', '__proto__', 'constructor'),
+      fc.constantFrom(
+        'extra',
+        '\u0000',
+        'a\u0000',
+        '\ud800',
+        'a'.repeat(300),
+        '',
+        '__proto__',
+        'constructor',
+        'Upper',
+        'a b',
+        '\u202e',
+      ),
     )
-    .map(([value, pick, kind, hostile, rawBody, key]) => {
-      const paths = pathsOf(value);
-      switch (kind) {
-        case 'leaf': {
-          if (paths.length === 0) return { body: hostile, hasBody: true, notes: ['root replaced'] };
-          const path = paths[pick % paths.length]!;
-          return {
-            body: setAt(value, path, hostile),
-            hasBody: true,
-            notes: [`body ${path.join('.')} hostile`],
-          };
-        }
-        case 'drop': {
-          if (paths.length === 0) return { body: value, hasBody: true, notes: [] };
-          const path = paths[pick % paths.length]!;
-          return {
-            body: setAt(value, path, undefined),
-            hasBody: true,
-            notes: [`body ${path.join('.')} dropped`],
-          };
-        }
-        case 'unknown':
-          return {
-            body: { ...(value as object), [key]: hostile },
-            hasBody: true,
-            notes: [`body unknown field ${JSON.stringify(key.slice(0, 20))}`],
-          };
-        case 'nested': {
-          const depth = [33, 1_000, 10_000][pick % 3]!;
-          const path = paths.length > 0 ? paths[pick % paths.length]! : ['deep'];
-          return {
-            body: setAt(value, path, nested(depth, pick % 2 === 0 ? 'array' : 'object')),
-            hasBody: true,
-            notes: [`body ${path.join('.')} nested ${depth} deep`],
-          };
-        }
-        case 'raw':
-          return { body: raw(rawBody.text, rawBody.label), hasBody: true, notes: ['raw body'] };
-        case 'root':
-          return { body: hostile, hasBody: true, notes: ['root replaced'] };
-        case 'none':
-          return { body: value, hasBody: true, notes: [] };
-      }
-    });
+    .map(([value, pick, kind, hostile, rawBody, key]): BodyChoice => ({
+      ...mutateBody(value, pick, kind, hostile, rawBody, key),
+      valid: value,
+    }));
+}
+
+function mutateBody(
+  value: unknown,
+  pick: number,
+  kind: string,
+  hostile: unknown,
+  rawBody: { text: string; label?: string; bytes?: boolean },
+  key: string,
+): BodyChoice {
+  const paths = pathsOf(value);
+  switch (kind) {
+    case 'leaf': {
+      if (paths.length === 0) return { body: hostile, hasBody: true, notes: ['root replaced'] };
+      const path = paths[pick % paths.length]!;
+      return {
+        body: setAt(value, path, hostile),
+        hasBody: true,
+        notes: [`body ${path.join('.')} hostile`],
+      };
+    }
+    case 'drop': {
+      if (paths.length === 0) return { body: value, hasBody: true, notes: [] };
+      const path = paths[pick % paths.length]!;
+      return {
+        body: setAt(value, path, undefined),
+        hasBody: true,
+        notes: [`body ${path.join('.')} dropped`],
+      };
+    }
+    case 'unknown':
+      return {
+        body: { ...(value as object), [key]: hostile },
+        hasBody: true,
+        notes: [`body unknown field ${JSON.stringify(key.slice(0, 20))}`],
+      };
+    case 'nested': {
+      const depth = [33, 1_000, 10_000][pick % 3]!;
+      const path = paths.length > 0 ? paths[pick % paths.length]! : ['deep'];
+      return {
+        body: setAt(value, path, nested(depth, pick % 2 === 0 ? 'array' : 'object')),
+        hasBody: true,
+        notes: [`body ${path.join('.')} nested ${depth} deep`],
+      };
+    }
+    case 'raw':
+      return {
+        body: rawBody.bytes
+          ? rawBytes(rawBody.text, rawBody.label ?? rawBody.text)
+          : raw(rawBody.text, rawBody.label),
+        hasBody: true,
+        notes: ['raw body'],
+      };
+    case 'key': {
+      // A hostile key in any object of the body (custom_fields, audience, message, the root).
+      const objects = [[], ...paths].filter((p) => {
+        let v: unknown = value;
+        for (const k of p) v = (v as Record<string | number, unknown>)[k];
+        return v !== null && typeof v === 'object' && !Array.isArray(v) && !isToken(v);
+      });
+      const path = objects[pick % objects.length]!;
+      let target: unknown = value;
+      for (const k of path) target = (target as Record<string | number, unknown>)[k];
+      const updated = { ...(target as object), [key]: 'x' };
+      return {
+        body: path.length === 0 ? updated : setAt(value, path, updated),
+        hasBody: true,
+        notes: [`body key ${JSON.stringify(key.slice(0, 20))} in ${path.join('.') || 'root'}`],
+      };
+    }
+    case 'root':
+      return { body: hostile, hasBody: true, notes: ['root replaced'] };
+    default:
+      return { body: value, hasBody: true, notes: [] };
+  }
 }
 
 /** A request for `op`: valid values from its schemas, mutated with hostile ones some of the time. */
@@ -521,6 +580,10 @@ export function requestOf(op: Operation): fc.Arbitrary<GeneratedRequest> {
   const pathParams = fc.tuple(...op.pathParams.map((p) => pathParamOf(op, p)));
   return fc
     .record({
+      // One request in four is left valid, so that resources get made and the paths behind
+      // an existing id are reached; the others carry one or more of the mutations below.
+      clean: fc.nat(3).map((n) => n === 0),
+      validIds: fc.tuple(...op.pathParams.map(() => fc.nat())),
       pathParams,
       trailingSlash: fc.oneof(
         { arbitrary: fc.constant(false), weight: 6 },
@@ -563,7 +626,31 @@ export function requestOf(op: Operation): fc.Arbitrary<GeneratedRequest> {
         },
       ),
     })
-    .map((g) => {
+    .map((g): GeneratedRequest => {
+      if (g.clean) {
+        const pathValues: Record<string, unknown> = {};
+        op.pathParams.forEach((p, i) => {
+          pathValues[p.name] = idToken(prefixesForParam(op.path, p.name), g.validIds[i]!);
+        });
+        return {
+          op,
+          method: op.method,
+          pathParams: pathValues,
+          trailingSlash: false,
+          query: g.query.valid,
+          body: op.body ? g.body.valid : undefined,
+          hasBody: op.body !== undefined,
+          contentType: op.body ? 'application/json' : undefined,
+          idempotencyKey:
+            op.method === 'POST' &&
+            typeof g.idempotencyKey === 'string' &&
+            /^[\x21-\x7e]{1,255}$/.test(g.idempotencyKey)
+              ? g.idempotencyKey
+              : undefined,
+          auth: 'valid',
+          mutations: [],
+        };
+      }
       const mutations = [...g.query.notes, ...g.body.notes];
       const pathValues: Record<string, unknown> = {};
       op.pathParams.forEach((p, i) => {

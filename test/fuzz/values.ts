@@ -8,7 +8,7 @@ import fc from 'fast-check';
  */
 export type Token =
   | { $token: 'id'; prefixes: readonly string[]; n: number }
-  | { $token: 'raw'; text: string; label: string }
+  | { $token: 'raw'; text: string; label: string; bytes?: boolean }
   | { $token: 'phone'; n: number }
   | { $token: 'template_name'; n: number }
   | { $token: 'future'; minutes: number };
@@ -22,6 +22,13 @@ export const idToken = (prefixes: readonly string[], n: number): Token => ({
   n,
 });
 export const raw = (text: string, label = text): Token => ({ $token: 'raw', text, label });
+/** A body sent as these bytes (latin1: one byte a character), not as UTF-8 text: invalid UTF-8. */
+export const rawBytes = (text: string, label: string): Token => ({
+  $token: 'raw',
+  text,
+  label,
+  bytes: true,
+});
 
 /** The hostile strings: control characters, lone surrogates, very long, look-alikes of syntax. */
 export const hostileStrings: readonly string[] = [
