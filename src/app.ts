@@ -19,6 +19,7 @@ import { Outbox } from './events/outbox.js';
 import { installApiAuth } from './http/auth.js';
 import { installErrorHandlers } from './http/error-handler.js';
 import { installIdempotency } from './http/idempotency.js';
+import { installInputGuard } from './http/input-guard.js';
 import type { RateLimiter } from './http/rate-limiter.js';
 import type { ChannelProviders } from './channels/channel.js';
 import { SandboxProvider } from './channels/sandbox/sandbox.provider.js';
@@ -102,8 +103,8 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     clock,
     cache: caches.contact,
   });
-  const users = new UsersService({ users: usersRepo, clock });
-  const templates = new TemplatesService({ templates: new TemplatesRepository(db), clock });
+  const users = new UsersService({ tx, users: usersRepo, clock });
+  const templates = new TemplatesService({ tx, templates: new TemplatesRepository(db), clock });
   const sandbox = new SandboxProvider(jobs, {
     autoAdvance: config.sandboxAutoAdvance,
     deliveredAfterMs: config.sandboxDeliveredAfterMs,
@@ -193,6 +194,7 @@ export async function buildApp(
   });
   app.setValidatorCompiler(validatorCompiler);
   installErrorHandlers(app);
+  installInputGuard(app);
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('X-Request-Id', request.id);
     done();

@@ -153,8 +153,8 @@ export class ConversationsRepository {
     return { rows, total: Number(count.n) };
   }
 
-  async insertNote(row: NoteRow): Promise<void> {
-    await this.db.insertInto('notes').values(row).execute();
+  async insertNote(trx: Tx | Db, row: NoteRow): Promise<void> {
+    await trx.insertInto('notes').values(row).execute();
   }
 
   async listNotes(

@@ -124,17 +124,19 @@ export class ConversationsService {
 
   /** Notes are for the team only: never sent, never among the messages. */
   async addNote(scope: Scope, conversationId: string, content: string): Promise<Note> {
-    if (!(await this.deps.conversations.find(scope.accountId, conversationId)))
-      throw new NotFound('conversation', conversationId);
-    const row: NoteRow = {
-      account_id: scope.accountId,
-      id: newId('note'),
-      conversation_id: conversationId,
-      content,
-      created_at: this.deps.clock.now(),
-    };
-    await this.deps.conversations.insertNote(row);
-    return toNote(row);
+    return this.deps.tx.run(scope, async (trx) => {
+      if (!(await this.deps.conversations.find(scope.accountId, conversationId, trx)))
+        throw new NotFound('conversation', conversationId);
+      const row: NoteRow = {
+        account_id: scope.accountId,
+        id: newId('note'),
+        conversation_id: conversationId,
+        content,
+        created_at: this.deps.clock.now(),
+      };
+      await this.deps.conversations.insertNote(trx, row);
+      return toNote(row);
+    });
   }
 
   async listNotes(

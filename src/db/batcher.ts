@@ -6,6 +6,9 @@
  *
  * Used for bookkeeping writes (group commit) and for the per-request lookups of the API (key
  * owner, resource by id), whose round trip, not the query itself, is the main cost.
+ *
+ * A group shares a statement, never a fate: when a batch fails, each of its items is run again
+ * alone, so one caller's bad input (or a lost deadlock) fails that caller only.
  */
 export class Batcher<I, O> {
   private queue: Array<{ item: I; resolve: (out: O) => void; reject: (err: unknown) => void }> = [];
@@ -28,6 +31,15 @@ export class Batcher<I, O> {
     });
   }
 
+  private async runAlone(entry: (typeof this.queue)[number]): Promise<void> {
+    try {
+      const [result] = await this.run([entry.item]);
+      entry.resolve(result as O);
+    } catch (err) {
+      entry.reject(err);
+    }
+  }
+
   private async drain(): Promise<void> {
     this.running++;
     try {
@@ -37,7 +49,8 @@ export class Batcher<I, O> {
           const results = await this.run(batch.map((entry) => entry.item));
           batch.forEach((entry, i) => entry.resolve(results[i] as O));
         } catch (err) {
-          for (const entry of batch) entry.reject(err);
+          if (batch.length === 1) batch[0]!.reject(err);
+          else await Promise.all(batch.map((entry) => this.runAlone(entry)));
         }
       }
     } finally {

@@ -45,6 +45,17 @@ function hashBody(body: unknown): string {
   return createHash('sha256').update(canonical(body)).digest('hex');
 }
 
+/**
+ * The key's scope: the route with its parameters filled in, not the raw path, so that
+ * `/v1/teams/` and `/v1/teams` (or a percent-encoded spelling of an id) share one scope.
+ */
+export function routeScope(request: FastifyRequest): string {
+  const params = (request.params ?? {}) as Record<string, string | undefined>;
+  return request.routeOptions.url!.replace(/:([A-Za-z0-9_]+)/g, (_, name: string) =>
+    encodeURIComponent(params[name] ?? ''),
+  );
+}
+
 function idOf(r: IdempotentRequest) {
   return { account_id: r.accountId, method: r.method, path: r.path, key: r.key };
 }
@@ -161,7 +172,7 @@ export function installIdempotency(app: FastifyInstance, deps: { db: Db; clock: 
     const r: IdempotentRequest = {
       accountId: request.scope.accountId,
       method: request.method,
-      path: request.url.split('?')[0]!,
+      path: routeScope(request),
       key,
       committed: false,
       replayed: false,

@@ -14,9 +14,17 @@ export const ErrorBody = Type.Object(
   { $id: 'Error', description: 'The error envelope every failure answers with.' },
 );
 
+/** Pages beyond this are refused: their offset would overflow long before any data ran out. */
+export const MAX_PAGE = 10_000_000;
+
 export const PageQuery = {
   page: Type.Optional(
-    Type.Integer({ minimum: 1, default: 1, description: 'Page number, from 1.' }),
+    Type.Integer({
+      minimum: 1,
+      maximum: MAX_PAGE,
+      default: 1,
+      description: 'Page number, from 1 to 10,000,000; a page past the end is empty.',
+    }),
   ),
   limit: Type.Optional(
     Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Page size, at most 100.' }),

@@ -14,8 +14,39 @@ function makeAjv(coerceTypes: boolean | 'array'): Ajv {
     allErrors: false,
     strict: false,
   });
-  addFormats(ajv, ['email', 'date-time', 'uri']);
+  addFormats(ajv, ['email', 'uri']);
+  ajv.addFormat('date-time', { type: 'string', validate: isExistingDateTime });
   return ajv;
+}
+
+const DATE_TIME =
+  /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.\d{1,9})?(?:[Zz]|([+-])(\d{2}):(\d{2}))$/;
+
+function daysInMonth(year: number, month: number): number {
+  if (month === 2) return year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0) ? 29 : 28;
+  return [4, 6, 9, 11].includes(month) ? 30 : 31;
+}
+
+/**
+ * RFC 3339 date-times that name a real instant: offsets written `±hh:mm` (not `+05`), no 30
+ * February, no leap second (JavaScript dates and PostgreSQL disagree on what 23:59:60 is).
+ */
+export function isExistingDateTime(value: string): boolean {
+  const m = DATE_TIME.exec(value);
+  if (!m) return false;
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
+  if (year < 1 || month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month))
+    return false;
+  if (hour > 23 || minute > 59 || second > 59) return false;
+  if (m[7] !== undefined && (Number(m[8]) > 23 || Number(m[9]) > 59)) return false;
+  return Number.isFinite(Date.parse(value));
 }
 
 // Bodies are JSON and must have the right types; query strings and paths are text and are coerced.

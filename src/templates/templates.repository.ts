@@ -8,8 +8,8 @@ export type TemplateRow = Selectable<TemplatesTable>;
 export class TemplatesRepository {
   constructor(private readonly db: Db) {}
 
-  async insert(row: TemplateRow): Promise<void> {
-    await this.db.insertInto('templates').values(row).execute();
+  async insert(trx: Tx | Db, row: TemplateRow): Promise<void> {
+    await trx.insertInto('templates').values(row).execute();
   }
 
   async find(accountId: string, id: string): Promise<TemplateRow | undefined> {
@@ -57,8 +57,9 @@ export class TemplatesRepository {
     id: string,
     status: TemplateStatus,
     now: Date,
+    trx: Tx | Db = this.db,
   ): Promise<TemplateRow | undefined> {
-    return this.db
+    return trx
       .updateTable('templates')
       .set({ status, updated_at: now })
       .where('account_id', '=', accountId)

@@ -1,7 +1,7 @@
 import type { Clock } from '../clock.js';
 import type { Db, Tx } from '../db/database.js';
 import { isUniqueViolation } from '../db/errors.js';
-import type { Scope } from '../db/transactor.js';
+import type { Scope, Transactor } from '../db/transactor.js';
 import { AppError, Conflict, NotFound } from '../errors.js';
 import type { PageRequest, PageResult } from '../http/pagination.js';
 import { newId } from '../ids.js';
@@ -20,7 +20,9 @@ const toTemplate = (r: TemplateRow): Template => ({
 });
 
 export class TemplatesService {
-  constructor(private readonly deps: { templates: TemplatesRepository; clock: Clock }) {}
+  constructor(
+    private readonly deps: { tx: Transactor; templates: TemplatesRepository; clock: Clock },
+  ) {}
 
   async create(scope: Scope, input: CreateTemplateBody): Promise<Template> {
     placeholderCount(input.body);
@@ -36,14 +38,17 @@ export class TemplatesService {
       created_at: now,
       updated_at: now,
     };
-    try {
-      await this.deps.templates.insert(row);
-    } catch (err) {
-      if (isUniqueViolation(err, 'templates_name'))
-        throw new Conflict(`a template named ${input.name} already exists`);
-      throw err;
-    }
-    return toTemplate(row);
+    // In a transaction, like every write, so that an idempotent request's record commits with it.
+    return this.deps.tx.run(scope, async (trx) => {
+      try {
+        await this.deps.templates.insert(trx, row);
+      } catch (err) {
+        if (isUniqueViolation(err, 'templates_name'))
+          throw new Conflict(`a template named ${input.name} already exists`);
+        throw err;
+      }
+      return toTemplate(row);
+    });
   }
 
   async get(scope: Scope, id: string): Promise<Template> {
@@ -65,14 +70,17 @@ export class TemplatesService {
 
   /** The provider's verdict; in the sandbox it comes from the review endpoint. */
   async review(scope: Scope, id: string, status: 'approved' | 'rejected'): Promise<Template> {
-    const row = await this.deps.templates.setStatus(
-      scope.accountId,
-      id,
-      status,
-      this.deps.clock.now(),
-    );
-    if (!row) throw new NotFound('template', id);
-    return toTemplate(row);
+    return this.deps.tx.run(scope, async (trx) => {
+      const row = await this.deps.templates.setStatus(
+        scope.accountId,
+        id,
+        status,
+        this.deps.clock.now(),
+        trx,
+      );
+      if (!row) throw new NotFound('template', id);
+      return toTemplate(row);
+    });
   }
 
   /**

@@ -9,8 +9,8 @@ export type TeamRow = Selectable<TeamsTable>;
 export class UsersRepository {
   constructor(private readonly db: Db) {}
 
-  async insertUser(row: UserRow): Promise<void> {
-    await this.db.insertInto('users').values(row).execute();
+  async insertUser(trx: Tx | Db, row: UserRow): Promise<void> {
+    await trx.insertInto('users').values(row).execute();
   }
 
   async findUser(
@@ -27,9 +27,13 @@ export class UsersRepository {
   }
 
   /** The ids among `ids` that are users of the account. */
-  async existingUserIds(accountId: string, ids: string[]): Promise<Set<string>> {
+  async existingUserIds(
+    accountId: string,
+    ids: string[],
+    trx: Tx | Db = this.db,
+  ): Promise<Set<string>> {
     if (ids.length === 0) return new Set();
-    const rows = await this.db
+    const rows = await trx
       .selectFrom('users')
       .select('id')
       .where('account_id', '=', accountId)
@@ -56,8 +60,8 @@ export class UsersRepository {
     return { rows, total: Number(count.n) };
   }
 
-  async insertTeam(row: TeamRow): Promise<void> {
-    await this.db.insertInto('teams').values(row).execute();
+  async insertTeam(trx: Tx | Db, row: TeamRow): Promise<void> {
+    await trx.insertInto('teams').values(row).execute();
   }
 
   async findTeam(

@@ -1,6 +1,6 @@
 import type { Clock } from '../clock.js';
 import { isUniqueViolation } from '../db/errors.js';
-import type { Scope } from '../db/transactor.js';
+import type { Scope, Transactor } from '../db/transactor.js';
 import { Conflict, NotFound } from '../errors.js';
 import type { PageRequest, PageResult } from '../http/pagination.js';
 import { newId } from '../ids.js';
@@ -22,7 +22,7 @@ const toTeam = (r: TeamRow): Team => ({
 
 /** Team members and teams: the assignees of conversations. */
 export class UsersService {
-  constructor(private readonly deps: { users: UsersRepository; clock: Clock }) {}
+  constructor(private readonly deps: { tx: Transactor; users: UsersRepository; clock: Clock }) {}
 
   async createUser(scope: Scope, input: CreateUserBody): Promise<User> {
     const row: UserRow = {
@@ -32,14 +32,17 @@ export class UsersService {
       email: input.email,
       created_at: this.deps.clock.now(),
     };
-    try {
-      await this.deps.users.insertUser(row);
-    } catch (err) {
-      if (isUniqueViolation(err, 'users_email'))
-        throw new Conflict(`a user with email ${input.email} already exists`);
-      throw err;
-    }
-    return toUser(row);
+    // In a transaction, like every write, so that an idempotent request's record commits with it.
+    return this.deps.tx.run(scope, async (trx) => {
+      try {
+        await this.deps.users.insertUser(trx, row);
+      } catch (err) {
+        if (isUniqueViolation(err, 'users_email'))
+          throw new Conflict(`a user with email ${input.email} already exists`);
+        throw err;
+      }
+      return toUser(row);
+    });
   }
 
   async getUser(scope: Scope, id: string): Promise<User> {
@@ -55,18 +58,20 @@ export class UsersService {
 
   async createTeam(scope: Scope, input: CreateTeamBody): Promise<Team> {
     const userIds = [...new Set(input.user_ids ?? [])];
-    const existing = await this.deps.users.existingUserIds(scope.accountId, userIds);
-    const missing = userIds.find((id) => !existing.has(id));
-    if (missing !== undefined) throw new NotFound('user', missing);
-    const row: TeamRow = {
-      account_id: scope.accountId,
-      id: newId('team'),
-      name: input.name,
-      user_ids: userIds,
-      created_at: this.deps.clock.now(),
-    };
-    await this.deps.users.insertTeam(row);
-    return toTeam(row);
+    return this.deps.tx.run(scope, async (trx) => {
+      const existing = await this.deps.users.existingUserIds(scope.accountId, userIds, trx);
+      const missing = userIds.find((id) => !existing.has(id));
+      if (missing !== undefined) throw new NotFound('user', missing);
+      const row: TeamRow = {
+        account_id: scope.accountId,
+        id: newId('team'),
+        name: input.name,
+        user_ids: userIds,
+        created_at: this.deps.clock.now(),
+      };
+      await this.deps.users.insertTeam(trx, row);
+      return toTeam(row);
+    });
   }
 
   async getTeam(scope: Scope, id: string): Promise<Team> {

@@ -1,4 +1,5 @@
 import type { LightMyRequestResponse } from 'fastify';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { pruneIdempotencyKeys } from '../../src/http/idempotency.js';
 import { startHttpsServer } from '../https-server.js';
@@ -306,6 +307,102 @@ describe('Idempotency-Key', () => {
       await media.close();
     }
   });
+
+  it('is scoped to the route: the same route with a trailing slash is the same request', async () => {
+    const acc = await newAccount(t);
+    const key = newKey();
+    const first = await post(acc, key, { name: 'Support' }, '/v1/teams');
+    expect(first.statusCode, first.body).toBe(201);
+    expectReplayOf(await post(acc, key, { name: 'Support' }, '/v1/teams/'), first);
+    const teams = await acc.call({ method: 'GET', url: '/v1/teams' });
+    expect(teams.json().total).toBe(1);
+
+    const contact = (await post(acc, newKey(), { phone: randomPhone() })).json();
+    const key2 = newKey();
+    const stage = { lifecycle_stage: 'lead' };
+    const lifecycle = await post(acc, key2, stage, `/v1/contacts/${contact.id}/lifecycle`);
+    expect(lifecycle.statusCode, lifecycle.body).toBe(200);
+    expectReplayOf(
+      await post(acc, key2, stage, `/v1/contacts/${contact.id}/lifecycle/`),
+      lifecycle,
+    );
+  });
+
+  // Users and templates have unique keys: an uncommitted row with the same email or name makes
+  // the request's insert wait, which holds it in flight while a retry takes its key over.
+  for (const route of [
+    {
+      url: '/v1/users',
+      table: 'users',
+      body: (n: string) => ({ name: 'U', email: `${n}@example.com` }),
+    },
+    {
+      url: '/v1/templates',
+      table: 'templates',
+      body: (n: string) => ({ name: n, body: 'Hi {{1}}' }),
+    },
+  ] as const) {
+    it(`fences ${route.url} like every POST: a request whose key a retry took over writes nothing`, async () => {
+      const acc = await newAccount(t);
+      const unique = `fence_${keySeq}_${Date.now()}`;
+      const body = route.body(unique);
+      let release!: () => void;
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      const now = t.clock.now();
+      const blocker = t.db
+        .transaction()
+        .execute(async (trx) => {
+          await trx
+            .insertInto(route.table)
+            .values({
+              account_id: acc.accountId,
+              id: `blocker_${unique}`,
+              created_at: now,
+              ...(route.table === 'users'
+                ? { name: 'Blocker', email: (body as { email: string }).email }
+                : {
+                    name: unique,
+                    language: 'en',
+                    category: 'utility',
+                    body: 'x',
+                    status: 'pending',
+                    updated_at: now,
+                  }),
+            })
+            .execute();
+          await gate;
+          throw new Error('rolled back on purpose');
+        })
+        .catch(() => undefined);
+      const key = newKey();
+      const slow = post(acc, key, body, route.url);
+      await vi.waitFor(async () => {
+        const waiting = await sql<{ n: number }>`
+          SELECT count(*)::int AS n FROM pg_stat_activity
+          WHERE wait_event_type = 'Lock' AND query ILIKE ${`insert into "${route.table}"%`}`.execute(
+          t.db,
+        );
+        expect(waiting.rows[0]!.n).toBeGreaterThan(0);
+      });
+      await t.db
+        .updateTable('idempotency_keys')
+        .set({ locked_at: new Date(t.clock.now().getTime() + 1) })
+        .where('account_id', '=', acc.accountId)
+        .where('key', '=', key)
+        .execute();
+      release();
+      await blocker;
+      const res = await slow;
+      expect(res.statusCode, res.body).toBe(409);
+      expect(res.json().error.code).toBe('idempotency_error');
+      const rows = await t.db
+        .selectFrom(route.table)
+        .select('id')
+        .where('account_id', '=', acc.accountId)
+        .execute();
+      expect(rows).toEqual([]);
+    });
+  }
 
   it('does not apply to requests without the header', async () => {
     const acc = await newAccount(t);

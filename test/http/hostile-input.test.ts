@@ -1,0 +1,270 @@
+import type { LightMyRequestResponse } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isExistingDateTime } from '../../src/http/validation.js';
+import { jsonDepth, MAX_JSON_DEPTH } from '../../src/http/input-guard.js';
+import {
+  newAccount,
+  randomPhone,
+  startTestApp,
+  type TestAccount,
+  type TestApp,
+} from '../helpers.js';
+
+let t: TestApp;
+let acc: TestAccount;
+beforeAll(async () => {
+  t = await startTestApp();
+  acc = await newAccount(t);
+});
+afterAll(() => t.close());
+
+function expect422(res: LightMyRequestResponse, field: string) {
+  expect(res.statusCode, res.body).toBe(422);
+  const error = res.json().error;
+  expect(error.code).toBe('validation_error');
+  expect(error.details.map((d: { field: string }) => d.field)).toContain(field);
+  return error;
+}
+
+/** Rows the account holds in every table a POST can write. */
+async function rowCounts(accountId: string): Promise<Record<string, number>> {
+  const tables = [
+    'contacts',
+    'conversations',
+    'messages',
+    'notes',
+    'templates',
+    'users',
+    'teams',
+    'webhooks',
+    'broadcasts',
+    'events',
+    'jobs',
+    'idempotency_keys',
+  ] as const;
+  const out: Record<string, number> = {};
+  for (const table of tables) {
+    const row = await t.db
+      .selectFrom(table)
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .where('account_id', '=', accountId)
+      .executeTakeFirstOrThrow();
+    out[table] = Number(row.n);
+  }
+  return out;
+}
+
+async function contact(): Promise<string> {
+  const res = await acc.call({
+    method: 'POST',
+    url: '/v1/contacts',
+    payload: { phone: randomPhone() },
+  });
+  expect(res.statusCode, res.body).toBe(201);
+  return res.json().id as string;
+}
+
+describe('NUL characters and lone surrogates', () => {
+  it('are a 422 naming the field in a body, and nothing is written, with or without an Idempotency-Key', async () => {
+    const before = await rowCounts(acc.accountId);
+    for (const headers of [{}, { 'idempotency-key': 'nul-1' }]) {
+      expect422(
+        await acc.call({
+          method: 'POST',
+          url: '/v1/contacts',
+          headers,
+          payload: { phone: randomPhone(), name: 'Ann\u0000' },
+        }),
+        'name',
+      );
+      expect422(
+        await acc.call({
+          method: 'POST',
+          url: '/v1/contacts',
+          headers,
+          payload: { phone: randomPhone(), tags: ['ok', 'v\u0000ip'] },
+        }),
+        'tags.1',
+      );
+      expect422(
+        await acc.call({
+          method: 'POST',
+          url: '/v1/contacts',
+          headers,
+          payload: { phone: randomPhone(), custom_fields: { plan: '\ud800' } },
+        }),
+        'custom_fields.plan',
+      );
+      expect422(
+        await acc.call({
+          method: 'POST',
+          url: '/v1/broadcasts',
+          headers,
+          payload: {
+            name: 'b',
+            channel: 'whatsapp',
+            audience: { tags: ['vip\u0000'] },
+            message: { type: 'text', content: 'hi' },
+          },
+        }),
+        'audience.tags.0',
+      );
+    }
+    expect(await rowCounts(acc.accountId)).toEqual(before);
+  });
+
+  it('are a 422 in a field name, naming it readably', async () => {
+    const error = expect422(
+      await acc.call({
+        method: 'POST',
+        url: '/v1/contacts',
+        payload: { phone: randomPhone(), custom_fields: { 'a\u0000b': 1 } },
+      }),
+      'custom_fields.a\\u0000b',
+    );
+    expect(error.message).not.toContain('\u0000');
+  });
+
+  it('are a 422 in a query string', async () => {
+    expect422(await acc.call({ method: 'GET', url: '/v1/contacts?search=%00' }), 'search');
+    expect422(await acc.call({ method: 'GET', url: '/v1/contacts?tag=vip%00' }), 'tag');
+    expect422(await acc.call({ method: 'GET', url: '/v1/conversations?status=%00' }), 'status');
+  });
+
+  it('are a 404 in a path id', async () => {
+    for (const url of [
+      '/v1/contacts/%00',
+      '/v1/contacts/con_%00x',
+      '/v1/conversations/%00/messages',
+      '/v1/broadcasts/%00',
+      '/v1/webhooks/%00',
+    ]) {
+      const res = await acc.call({ method: 'GET', url });
+      expect(res.statusCode, `${url}: ${res.body}`).toBe(404);
+      expect(res.json().error.code).toBe('not_found');
+    }
+    const res = await acc.call({
+      method: 'POST',
+      url: '/v1/contacts/%00/lifecycle',
+      payload: { lifecycle_stage: 'lead' },
+    });
+    expect(res.statusCode).toBe(404);
+  });
+});
+
+describe('numbers', () => {
+  it('must be finite: 1e999 and -1e400 are a 422 naming the field', async () => {
+    const before = await rowCounts(acc.accountId);
+    const raw = (value: string) =>
+      acc.call({
+        method: 'POST',
+        url: '/v1/contacts',
+        headers: { 'content-type': 'application/json', 'idempotency-key': `inf-${value}` },
+        payload: `{"phone":"${randomPhone()}","custom_fields":{"score":${value}}}`,
+      });
+    expect422(await raw('1e999'), 'custom_fields.score');
+    expect422(await raw('-1e400'), 'custom_fields.score');
+    const id = await contact();
+    expect422(
+      await acc.call({
+        method: 'PUT',
+        url: `/v1/contacts/${id}`,
+        headers: { 'content-type': 'application/json' },
+        payload: '{"custom_fields":{"score":1e999}}',
+      }),
+      'custom_fields.score',
+    );
+    const after = await rowCounts(acc.accountId);
+    expect(after.contacts).toBe(before.contacts! + 1);
+  });
+
+  it('page is an integer from 1 to 10,000,000: beyond is a 422, a page past the end is empty', async () => {
+    for (const page of ['1e20', 'Infinity', '-1', '0', '10000001', '1.5', 'NaN']) {
+      expect422(await acc.call({ method: 'GET', url: `/v1/contacts?page=${page}` }), 'page');
+    }
+    const last = await acc.call({ method: 'GET', url: '/v1/contacts?page=10000000&limit=100' });
+    expect(last.statusCode, last.body).toBe(200);
+    expect(last.json().data).toEqual([]);
+    for (const url of ['/v1/conversations', '/v1/broadcasts', '/v1/users', '/v1/templates']) {
+      const res = await acc.call({ method: 'GET', url: `${url}?page=10000000&limit=100` });
+      expect(res.statusCode, `${url}: ${res.body}`).toBe(200);
+    }
+  });
+});
+
+describe('nesting', () => {
+  const deep = (levels: number) => `${'['.repeat(levels)}${']'.repeat(levels)}`;
+
+  it(`bodies nested deeper than ${MAX_JSON_DEPTH} levels are a 422, with or without an Idempotency-Key`, async () => {
+    const before = await rowCounts(acc.accountId);
+    for (const headers of [
+      { 'content-type': 'application/json' },
+      { 'content-type': 'application/json', 'idempotency-key': 'deep-1' },
+    ]) {
+      for (const levels of [MAX_JSON_DEPTH, 50_000, 500_000]) {
+        const res = await acc.call({
+          method: 'POST',
+          url: '/v1/contacts',
+          headers,
+          payload: `{"phone":"${randomPhone()}","custom_fields":{"x":${deep(levels)}}}`,
+        });
+        expect(res.statusCode, res.body.slice(0, 200)).toBe(422);
+        expect(res.json().error.code).toBe('validation_error');
+      }
+    }
+    expect(await rowCounts(acc.accountId)).toEqual(before);
+  });
+
+  it('counts depth on the raw text, ignoring brackets inside strings', () => {
+    expect(jsonDepth('{"a":[1,{"b":"[[[[{{{{"}]}')).toBe(3);
+    expect(jsonDepth('"\\"[[["')).toBe(0);
+    expect(jsonDepth(deep(1000))).toBe(MAX_JSON_DEPTH + 1); // stops counting past the limit
+  });
+});
+
+describe('date-times', () => {
+  it('must exist: no 30 February, no leap second, offsets as ±hh:mm', () => {
+    for (const ok of [
+      '2026-12-01T10:00:00Z',
+      '2026-12-01T10:00:00.123Z',
+      '2028-02-29T00:00:00+05:30',
+      '2026-12-01t10:00:00z',
+    ])
+      expect(isExistingDateTime(ok), ok).toBe(true);
+    for (const bad of [
+      '2026-02-30T00:00:00Z',
+      '2027-02-29T00:00:00Z',
+      '2026-04-31T00:00:00Z',
+      '2026-12-31T23:59:60Z',
+      '2026-12-01T10:00:00+05',
+      '2026-12-01T10:00:00+0500',
+      '2026-12-01T24:00:00Z',
+      '2026-12-01T10:00:00+24:00',
+      '2026-13-01T10:00:00Z',
+      '0000-01-01T00:00:00Z',
+      '2026-12-01 10:00:00Z',
+    ])
+      expect(isExistingDateTime(bad), bad).toBe(false);
+  });
+
+  it('a scheduled_at that does not exist is a 422 and creates no broadcast', async () => {
+    const before = await rowCounts(acc.accountId);
+    for (const when of ['2027-02-30T10:00:00Z', '2027-06-30T23:59:60Z', '2027-01-01T10:00:00+05']) {
+      expect422(
+        await acc.call({
+          method: 'POST',
+          url: '/v1/broadcasts',
+          payload: {
+            name: 'later',
+            channel: 'whatsapp',
+            audience: { all: true },
+            message: { type: 'text', content: 'hi' },
+            scheduled_at: when,
+          },
+        }),
+        'scheduled_at',
+      );
+    }
+    expect(await rowCounts(acc.accountId)).toEqual(before);
+  });
+});
