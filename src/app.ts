@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { sql } from 'kysely';
@@ -207,6 +207,19 @@ export async function buildApp(
     },
     ajv: { customOptions: {} },
     routerOptions: { ignoreTrailingSlash: true },
+    // The router refuses these URLs before any hook or error handler runs: answered in the
+    // envelope too. No id is that long, so an overlong one is simply not found.
+    frameworkErrors: (err, _request, reply: FastifyReply) => {
+      if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') {
+        void reply
+          .code(404)
+          .send({ error: { code: 'not_found', message: 'no resource has an id this long' } });
+        return;
+      }
+      void reply.code(400).send({
+        error: { code: 'invalid_request', message: 'the URL is not valid percent-encoded UTF-8' },
+      });
+    },
   });
   app.setValidatorCompiler(validatorCompiler);
   installErrorHandlers(app);
