@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
+import Fastify, { type FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { sql } from 'kysely';
@@ -17,7 +17,11 @@ import { ReadCache } from './db/read-cache.js';
 import { Transactor } from './db/transactor.js';
 import { Outbox } from './events/outbox.js';
 import { installApiAuth } from './http/auth.js';
-import { installErrorHandlers, sendUnavailable } from './http/error-handler.js';
+import {
+  answerRouterError,
+  databaseUnavailable,
+  installErrorHandlers,
+} from './http/error-handler.js';
 import { installIdempotency } from './http/idempotency.js';
 import { installInputGuard } from './http/input-guard.js';
 import type { RateLimiter } from './http/rate-limiter.js';
@@ -207,19 +211,7 @@ export async function buildApp(
     },
     ajv: { customOptions: {} },
     routerOptions: { ignoreTrailingSlash: true },
-    // The router refuses these URLs before any hook or error handler runs: answered in the
-    // envelope too. No id is that long, so an overlong one is simply not found.
-    frameworkErrors: (err, _request, reply: FastifyReply) => {
-      if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') {
-        void reply
-          .code(404)
-          .send({ error: { code: 'not_found', message: 'no resource has an id this long' } });
-        return;
-      }
-      void reply.code(400).send({
-        error: { code: 'invalid_request', message: 'the URL is not valid percent-encoded UTF-8' },
-      });
-    },
+    frameworkErrors: answerRouterError,
   });
   app.setValidatorCompiler(validatorCompiler);
   installErrorHandlers(app);
@@ -266,12 +258,12 @@ export async function buildApp(
   await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true });
 
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
-  app.get('/readyz', { schema: { hide: true } }, async (_req, reply) => {
+  app.get('/readyz', { schema: { hide: true } }, async () => {
     try {
       await sql`SELECT 1`.execute(deps.db);
       return { status: 'ok' };
     } catch {
-      return sendUnavailable(reply, 'database unreachable');
+      throw databaseUnavailable('database unreachable');
     }
   });
   app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());

@@ -50,20 +50,36 @@ const FASTIFY_CLIENT_ERRORS: Record<string, { code: ErrorCode; message: string }
   FST_ERR_CTP_INVALID_TYPE: { code: 'invalid_request', message: 'Content-Type header is invalid' },
 };
 
-/** 503 `unavailable` with `Retry-After`: the database cannot be reached at the moment. */
-export function sendUnavailable(
-  reply: FastifyReply,
-  message = 'database unavailable; retry later',
-) {
-  reply.header('Retry-After', UNAVAILABLE_RETRY_AFTER_S);
-  return send(reply, 'unavailable', message);
+/** The database cannot be reached at the moment: 503 `unavailable` with `Retry-After`. */
+export function databaseUnavailable(message = 'database unavailable; retry later'): Unavailable {
+  return new Unavailable(message, UNAVAILABLE_RETRY_AFTER_S);
+}
+
+/**
+ * Fastify's `frameworkErrors`: the router refuses some URLs before any hook or error handler
+ * runs, and they are answered in the envelope too. No id is that long, so an overlong one is
+ * simply not found; the other refusal is a URL that is not valid percent-encoded UTF-8.
+ */
+export function answerRouterError(err: FastifyError, _request: unknown, reply: FastifyReply) {
+  if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') {
+    void send(reply, 'not_found', 'no resource has an id this long');
+    return;
+  }
+  void send(reply, 'invalid_request', 'the URL is not valid percent-encoded UTF-8');
 }
 
 export function installErrorHandlers(app: FastifyInstance): void {
   // Request bodies are JSON only (SPEC.md 1.2). Fastify also parses text/plain by default, which
   // would let a text body reach validation as a string (422); without the parser it is a 400.
   app.removeContentTypeParser('text/plain');
-  app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+  app.setErrorHandler((thrown: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    let err: FastifyError | AppError = thrown;
+    if (isDatabaseUnavailable(thrown)) {
+      // The request can be retried as it was: whatever it wrote ran in a transaction that the
+      // lost connection rolled back, or had not started.
+      request.log.warn({ err: thrown }, 'database unavailable');
+      err = databaseUnavailable();
+    }
     if (err instanceof Unavailable && err.retryAfterSeconds !== undefined)
       reply.header('Retry-After', err.retryAfterSeconds);
     if (err instanceof AppError) return send(reply, err.code, err.message, err.details, err.status);
@@ -79,12 +95,6 @@ export function installErrorHandlers(app: FastifyInstance): void {
     }
     if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) {
       return send(reply, 'invalid_request', err.message);
-    }
-    if (isDatabaseUnavailable(err)) {
-      // The request can be retried as it was: whatever it wrote ran in a transaction that the
-      // lost connection rolled back, or had not started.
-      request.log.warn({ err }, 'database unavailable');
-      return sendUnavailable(reply);
     }
     request.log.error({ err }, 'unhandled error');
     return send(reply, 'internal_error', 'internal error; quote the request_id when reporting it');

@@ -68,15 +68,11 @@ export class JobRunner {
     this.loop = new PollLoop(
       async () => (await this.claimAndStart()) > 0 && this.inFlight.size < this.concurrency,
       this.pollIntervalMs,
-      (err, consecutive) => {
-        // Once per streak and then now and again: an outage must not flood the log.
-        if (consecutive === 1 || consecutive % 20 === 0) {
-          this.opts.log.error(
-            { err, consecutive },
-            'job runner: claiming jobs failed; retrying with back-off',
-          );
-        }
-      },
+      (err, consecutive) =>
+        this.opts.log.error(
+          { err, consecutive },
+          'job runner: claiming jobs failed; retrying with back-off',
+        ),
     );
   }
 

@@ -1,3 +1,6 @@
+/** A streak of failures is reported at its first and then at every this many. */
+export const REPORT_FAILURES_EVERY = 20;
+
 /**
  * The loop of a worker that claims work from the database: run a step; when it found nothing
  * to do (or has no free slot), sleep for the poll interval, unless a slot freed meanwhile.
@@ -17,7 +20,10 @@ export class PollLoop {
     /** Returns true when it should run again at once (it claimed work and has room for more). */
     private readonly step: () => Promise<boolean>,
     private readonly intervalMs: number,
-    /** Told each failure and how many in a row it makes (1 for the first of a streak). */
+    /**
+     * Told a failure and how many in a row it makes: the first of a streak and every
+     * REPORT_FAILURES_EVERY-th, so that an outage is logged now and then, not at every poll.
+     */
     private readonly onError: (err: unknown, consecutive: number) => void,
     private readonly maxBackoffMs = 5_000,
   ) {}
@@ -52,7 +58,8 @@ export class PollLoop {
         this.failures = 0;
       } catch (err) {
         this.failures++;
-        this.onError(err, this.failures);
+        if (this.failures === 1 || this.failures % REPORT_FAILURES_EVERY === 0)
+          this.onError(err, this.failures);
         waitMs = Math.max(
           this.intervalMs,
           Math.min(this.maxBackoffMs, this.intervalMs * 2 ** Math.min(this.failures - 1, 20)),

@@ -144,15 +144,11 @@ export class WebhookDispatcher {
         return claimed > 0 && this.backlogged && this.inFlightTotal < this.maxInFlight;
       },
       this.pollIntervalMs,
-      (err, consecutive) => {
-        // Once per streak and then now and again: an outage must not flood the log.
-        if (consecutive === 1 || consecutive % 20 === 0) {
-          this.opts.log.error(
-            { err, consecutive },
-            'webhook dispatcher: claiming failed; retrying with back-off',
-          );
-        }
-      },
+      (err, consecutive) =>
+        this.opts.log.error(
+          { err, consecutive },
+          'webhook dispatcher: claiming failed; retrying with back-off',
+        ),
     );
   }
 

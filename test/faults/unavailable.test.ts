@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { isDatabaseUnavailable } from '../../src/db/errors.js';
 import { PollLoop } from '../../src/jobs/poll-loop.js';
 
@@ -49,14 +49,35 @@ describe('PollLoop during an outage', () => {
     loop.start();
     await new Promise((r) => setTimeout(r, 400));
     // 10, 20, 40, 80, 80… ms apart rather than every 10 ms.
-    expect(failures.length).toBeGreaterThanOrEqual(4);
-    expect(failures.length).toBeLessThan(12);
-    expect(failures.slice(0, 4)).toEqual([1, 2, 3, 4]);
+    expect(calls.length).toBeGreaterThanOrEqual(4);
+    expect(calls.length).toBeLessThan(12);
+    // Reported once for the streak (the next report would be its 20th failure).
+    expect(failures).toEqual([1]);
     failing = false;
     const before = calls.length;
     await new Promise((r) => setTimeout(r, 200));
     await loop.stop();
     // Back to the normal interval once the step succeeds.
     expect(calls.length - before).toBeGreaterThan(5);
+  });
+
+  it('reports a long streak at its first failure and then every 20th, and a new streak afresh', async () => {
+    const reported: number[] = [];
+    let calls = 0;
+    const loop = new PollLoop(
+      async () => {
+        calls++;
+        // 45 failures, one success, then a new streak.
+        if (calls <= 45 || calls >= 47) throw new Error('Connection terminated unexpectedly');
+        return false;
+      },
+      1,
+      (_err, consecutive) => reported.push(consecutive),
+      1,
+    );
+    loop.start();
+    await vi.waitFor(() => expect(calls).toBeGreaterThan(50), { timeout: 5_000, interval: 5 });
+    await loop.stop();
+    expect(reported.slice(0, 4)).toEqual([1, 20, 40, 1]);
   });
 });

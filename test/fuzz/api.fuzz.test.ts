@@ -38,14 +38,6 @@ const SEED = Number(process.env.FUZZ_SEED ?? 20_261_123);
 const PATH = process.env.FUZZ_PATH;
 const KEEP_GOING = process.env.FUZZ_KEEP_GOING === '1';
 
-/**
- * Findings known and left open for a fix outside this test (in a file its author does not own),
- * each named and matched narrowly: tolerated and counted, so the run stays a gate for everything
- * else. An entry the default run no longer meets fails the run, so it goes with its fix.
- */
-// Classes the service is known to get wrong, tolerated by name until fixed (none at present).
-const KNOWN_OPEN: { name: string; matches: (res: LightMyRequestResponse) => boolean }[] = [];
-
 const ID = /^(acc|key|con|conv|msg|note|bc|wh|evt|usr|team|tpl|job|dlv)_[0-9A-Z]{26}$/;
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 
@@ -455,7 +447,6 @@ describe('the API under generated requests', () => {
       }
       const seen = new Map<string, { count: number; statuses: Map<number, number> }>();
       const findings: string[] = [];
-      const tolerated = new Map<string, number>();
       let last: Awaited<ReturnType<typeof fingerprint>> | null = null;
 
       const property = fc.asyncProperty(fc.oneof(...ops.map(requestOf)), async (g) => {
@@ -488,11 +479,6 @@ describe('the API under generated requests', () => {
         }
         const found = problems(r, res, before, after);
         if (found.length === 0) return;
-        const known = KNOWN_OPEN.find((k) => k.matches(res));
-        if (known && found.every((f) => f.startsWith('envelope:'))) {
-          tolerated.set(known.name, (tolerated.get(known.name) ?? 0) + 1);
-          return;
-        }
         const report = `${found.join('\n')}\nrequest (operation ${name}):\n  ${describeRequest(r)}\nresponse: ${describeResponse(res)}`;
         if (KEEP_GOING) findings.push(report);
         else throw new Error(report);
@@ -523,14 +509,8 @@ describe('the API under generated requests', () => {
       if (findings.length > 0) {
         throw new Error(`${findings.length} findings:\n\n${findings.join('\n\n')}`);
       }
-      for (const [name, count] of tolerated) {
-        console.warn(`fuzz: ${count} requests met a known open finding: ${name}`);
-      }
-      // Every operation was driven, and every known open finding still met (the default run is
-      // long enough for both).
+      // Every operation was driven (the default run is long enough for it).
       if (!PATH && RUNS >= 500) {
-        const stale = KNOWN_OPEN.map((k) => k.name).filter((n) => !tolerated.has(n));
-        expect(stale, 'fixed: remove these entries from KNOWN_OPEN').toEqual([]);
         const missed = ops.map((o) => `${o.method} ${o.path}`).filter((n) => !seen.has(n));
         expect(missed).toEqual([]);
       }

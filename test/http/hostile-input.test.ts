@@ -152,6 +152,21 @@ describe('NUL characters and lone surrogates', () => {
   });
 });
 
+describe('URLs the router refuses', () => {
+  it('answer in the envelope: bad percent-encoding is a 400, an overlong id a 404', async () => {
+    for (const url of ['/v1/contacts/%FF', '/v1/templates/%', '/v1/webhooks/%ED%A0%80']) {
+      const res = await acc.call({ method: 'GET', url });
+      expect(res.statusCode, `${url}: ${res.body}`).toBe(400);
+      expect(res.json()).toEqual({
+        error: { code: 'invalid_request', message: expect.any(String) },
+      });
+    }
+    const long = await acc.call({ method: 'GET', url: `/v1/users/${'x'.repeat(3_000)}` });
+    expect(long.statusCode, long.body).toBe(404);
+    expect(long.json()).toEqual({ error: { code: 'not_found', message: expect.any(String) } });
+  });
+});
+
 describe('numbers', () => {
   it('must be finite: 1e999 and -1e400 are a 422 naming the field', async () => {
     const before = await rowCounts(acc.accountId);
