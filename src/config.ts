@@ -16,6 +16,8 @@ export interface Config {
   metricsToken: string | null;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   allowPrivateTargets: boolean;
+  /** Unconnected channels send through the sandbox, and the sandbox routes exist. */
+  sandboxEnabled: boolean;
   sandboxAutoAdvance: boolean;
   sandboxDeliveredAfterMs: number;
   sandboxReadAfterMs: number;
@@ -25,6 +27,14 @@ export interface Config {
   broadcastBatchSize: number;
   /** Media fetches at once in this process; 4 times as many sends may wait, more get a 503. */
   mediaFetchConcurrency: number;
+  /** Where Meta's Graph API is (tests point it at a local fake), without a trailing slash. */
+  metaGraphUrl: string;
+  /** The Graph API version in every request path, as `v23.0`. */
+  metaGraphVersion: string;
+  /** The service's public base URL (webhook URLs, the widget, the API document's server), no trailing slash. */
+  publicUrl: string;
+  /** 32 bytes that encrypt connection secrets; generated into DATA_DIR on the embedded default. */
+  secretsKey: Buffer | null;
 }
 
 export class ConfigError extends Error {}
@@ -65,6 +75,16 @@ function readUrl(env: Env, name: string, protocols: string[]): string | null {
   return raw;
 }
 
+function readSecretsKey(env: Env): Buffer | null {
+  const raw = env.SECRETS_KEY ?? '';
+  if (raw === '') return null;
+  const key = Buffer.from(raw, 'base64');
+  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(raw) || key.length !== 32) {
+    throw new ConfigError('SECRETS_KEY must be the base64 of 32 random bytes (openssl rand -base64 32)');
+  }
+  return key;
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const logLevel = env.LOG_LEVEL ?? 'info';
   if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
@@ -78,9 +98,18 @@ export function loadConfig(env: Env = process.env): Config {
   if (metricsToken !== '' && metricsToken.length < 16) {
     throw new ConfigError('METRICS_TOKEN must be at least 16 characters long');
   }
+  const port = readInt(env, 'PORT', 3000, 0, 65535);
+  const host = env.HOST || '127.0.0.1';
+  const graphVersion = env.META_GRAPH_VERSION || 'v23.0';
+  if (!/^v\d{1,3}\.\d{1,3}$/.test(graphVersion)) {
+    throw new ConfigError(`META_GRAPH_VERSION must look like v23.0 (got "${graphVersion}")`);
+  }
+  const publicUrl =
+    readUrl(env, 'PUBLIC_URL', ['http:', 'https:']) ??
+    `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
   return {
-    port: readInt(env, 'PORT', 3000, 0, 65535),
-    host: env.HOST || '127.0.0.1',
+    port,
+    host,
     dataDir: path.resolve(env.DATA_DIR || './data'),
     databaseUrl: readUrl(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
     databasePreparedStatements: readBool(env, 'DATABASE_PREPARED_STATEMENTS', true),
@@ -101,5 +130,12 @@ export function loadConfig(env: Env = process.env): Config {
     },
     broadcastBatchSize: readInt(env, 'BROADCAST_BATCH_SIZE', 500, 1, 10_000),
     mediaFetchConcurrency: readInt(env, 'MEDIA_FETCH_CONCURRENCY', 16, 1, 1024),
+    sandboxEnabled: readBool(env, 'SANDBOX_ENABLED', true),
+    metaGraphUrl: (
+      readUrl(env, 'META_GRAPH_URL', ['http:', 'https:']) ?? 'https://graph.facebook.com'
+    ).replace(/\/+$/, ''),
+    metaGraphVersion: graphVersion,
+    publicUrl: publicUrl.replace(/\/+$/, ''),
+    secretsKey: readSecretsKey(env),
   };
 }

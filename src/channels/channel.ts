@@ -1,4 +1,4 @@
-import type { Channel, MessageType } from '../db/schema.js';
+import type { Channel, ConnectionProvider, MessageType } from '../db/schema.js';
 import type { Tx } from '../db/database.js';
 
 export const CHANNELS = [
@@ -15,19 +15,65 @@ export const WINDOWED_CHANNELS: ReadonlySet<Channel> = new Set([
   'instagram',
 ]);
 
+/** One message as a provider is asked to send it: everything it needs, no database handle. */
 export interface OutboundMessage {
   accountId: string;
   messageId: string;
   channel: Channel;
-  to: { contactId: string; phone: string };
+  to: {
+    contactId: string;
+    /** E.164 with its `+`; the WhatsApp address. */
+    phone: string | null;
+  };
   type: MessageType;
+  /** The text, a media caption, or a template's rendered text; null for media without caption. */
   content: string | null;
-  media: { url: string; contentType: string; bytes: Buffer } | null;
+  /** For `template`: what a provider with its own templates (WhatsApp) sends instead of text. */
+  template: { name: string; language: string; params: string[] } | null;
+  /** For `image` and `document`: the public URL the provider fetches. */
+  media: { url: string; filename: string | null } | null;
 }
 
-/** Sends run inside the transaction that records the message, so work they queue commits with it. */
-export interface SendContext {
-  trx: Tx;
+/**
+ * What the provider answered:
+ * - `accepted`: it took the message; its id names the message in later status reports.
+ * - `failed`: refused for good (invalid recipient, rejected template, policy); never retried.
+ * - `retry`: not now (throttled, timed out, 5xx); tried again after `afterMs` when the provider
+ *   hinted a delay, else on the pipeline's back-off schedule.
+ */
+export type SendOutcome =
+  | {
+      status: 'accepted';
+      providerMessageId: string;
+      /**
+       * Work of the provider's own to record with the acceptance, in the transaction that marks
+       * the message sent (the sandbox schedules its simulated delivery reports here).
+       */
+      afterAccepted?: (trx: Tx) => Promise<void>;
+    }
+  | { status: 'failed'; reason: string }
+  | { status: 'retry'; reason: string; afterMs?: number };
+
+/** One messaging provider: turns our messages into calls of its API. */
+export interface ChannelProvider {
+  /** The provider's name as connections show it ("sandbox", "whatsapp_cloud", …). */
+  readonly name: 'sandbox' | ConnectionProvider;
+  /**
+   * Hands one message to the provider. Never called inside a database transaction. Answers
+   * with the outcome rather than throwing; anything thrown counts as a temporary failure.
+   * `signal` aborts the call when the pipeline stops waiting for it.
+   */
+  send(message: OutboundMessage, signal: AbortSignal): Promise<SendOutcome>;
+}
+
+/** Which provider sends on an account's channel; decided per send, from the account's connection. */
+export interface ProviderResolver {
+  /**
+   * The provider for this account's channel: its connection's, or the sandbox for an
+   * unconnected channel while the sandbox is enabled. Throws a 422 `AppError` when the channel
+   * is not connected and the sandbox is disabled.
+   */
+  resolve(accountId: string, channel: Channel): Promise<ChannelProvider>;
 }
 
 export interface InboundMessage {
@@ -43,18 +89,3 @@ export interface StatusUpdate {
   status: 'delivered' | 'read' | 'failed';
   reason?: string;
 }
-
-export interface ParsedWebhook {
-  inbound: InboundMessage[];
-  statuses: StatusUpdate[];
-}
-
-/** One messaging provider: translates our messages into its API, and its callbacks into ours. */
-export interface ChannelProvider {
-  readonly name: string;
-  /** Hands messages to the provider, in order; one result per message. Throws when it refuses them. */
-  send(ctx: SendContext, messages: OutboundMessage[]): Promise<{ providerMessageId: string }[]>;
-  parseWebhook(body: unknown): ParsedWebhook;
-}
-
-export type ChannelProviders = Record<Channel, ChannelProvider>;

@@ -18,6 +18,7 @@ import * as m004 from './migrations/004_broadcasts.js';
 import * as m005 from './migrations/005_hot_queues.js';
 import * as m006 from './migrations/006_cache_notifications.js';
 import * as m007 from './migrations/007_dead_jobs_and_retention.js';
+import * as m008 from './migrations/008_channel_connections.js';
 
 export type Db = Kysely<Tables>;
 export type Tx = Transaction<Tables>;
@@ -102,6 +103,7 @@ const migrations: Record<string, Migration> = {
   '005_hot_queues': m005,
   '006_cache_notifications': m006,
   '007_dead_jobs_and_retention': m007,
+  '008_channel_connections': m008,
 };
 
 /** Applies pending migrations; Kysely's migrator takes a lock, so concurrent starts are safe. */

@@ -67,7 +67,7 @@ export interface IdempotencyKeysTable {
 }
 
 export type Channel = 'whatsapp' | 'instagram' | 'messenger' | 'webchat';
-export type MessageStatus = 'sent' | 'delivered' | 'read' | 'failed';
+export type MessageStatus = 'queued' | 'sent' | 'delivered' | 'read' | 'failed';
 export type MessageType = 'text' | 'template' | 'image' | 'document';
 
 export interface UsersTable {
@@ -96,6 +96,9 @@ export interface TemplatesTable {
   category: string;
   body: string;
   status: TemplateStatus;
+  /** Meta's id, for templates submitted to or imported from a WhatsApp Business Account. */
+  provider_template_id: string | null;
+  rejection_reason: string | null;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -122,6 +125,8 @@ export interface MessagesTable {
   content: string | null;
   media_url: string | null;
   template_name: string | null;
+  template_language: string | null;
+  template_params: ColumnType<string[] | null, string | null, string | null>;
   status: MessageStatus;
   failure_reason: string | null;
   provider_message_id: string | null;
@@ -241,7 +246,49 @@ export interface BroadcastRecipientsTable {
   created_at: Timestamp;
 }
 
+export type ConnectionProvider = 'whatsapp_cloud' | 'messenger' | 'instagram' | 'webchat';
+
+export interface ChannelConnectionsTable {
+  account_id: string;
+  id: string;
+  channel: Channel;
+  provider: ConnectionProvider;
+  status: 'active' | 'error';
+  /** The provider's last refusal of the credentials. */
+  error: string | null;
+  /** What the API shows: ids, names and options; never a secret. */
+  settings: Json<Record<string, unknown>>;
+  /** The secrets as one AES-256-GCM box (see SecretBox); null for providers without any. */
+  secrets: Buffer | null;
+  verify_token: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface InboundWebhooksTable {
+  account_id: string;
+  id: string;
+  connection_id: string;
+  /** The exact bytes received, as signed. */
+  body: Buffer;
+  received_at: Timestamp;
+  processed_at: Timestamp | null;
+}
+
+export interface MediaTable {
+  account_id: string;
+  id: string;
+  content_type: string;
+  filename: string | null;
+  size: number;
+  bytes: Buffer;
+  created_at: Timestamp;
+}
+
 export interface Tables {
+  channel_connections: ChannelConnectionsTable;
+  inbound_webhooks: InboundWebhooksTable;
+  media: MediaTable;
   broadcasts: BroadcastsTable;
   broadcast_recipients: BroadcastRecipientsTable;
   webhooks: WebhooksTable;

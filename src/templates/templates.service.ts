@@ -35,6 +35,8 @@ export class TemplatesService {
       category: input.category ?? 'utility',
       body: input.body,
       status: 'pending',
+      provider_template_id: null,
+      rejection_reason: null,
       created_at: now,
       updated_at: now,
     };
