@@ -80,7 +80,9 @@ function readSecretsKey(env: Env): Buffer | null {
   if (raw === '') return null;
   const key = Buffer.from(raw, 'base64');
   if (!/^[A-Za-z0-9+/]+={0,2}$/.test(raw) || key.length !== 32) {
-    throw new ConfigError('SECRETS_KEY must be the base64 of 32 random bytes (openssl rand -base64 32)');
+    throw new ConfigError(
+      'SECRETS_KEY must be the base64 of 32 random bytes (openssl rand -base64 32)',
+    );
   }
   return key;
 }

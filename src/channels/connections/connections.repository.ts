@@ -1,0 +1,69 @@
+import type { Selectable } from 'kysely';
+import type { Db, Tx } from '../../db/database.js';
+import type { Channel, ChannelConnectionsTable } from '../../db/schema.js';
+
+export type ConnectionRow = Selectable<ChannelConnectionsTable>;
+
+/** Channel connections: at most one per account and channel. */
+export class ConnectionsRepository {
+  constructor(private readonly db: Db) {}
+
+  async listForAccount(accountId: string): Promise<ConnectionRow[]> {
+    return this.db
+      .selectFrom('channel_connections')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .execute();
+  }
+
+  async findByChannel(
+    accountId: string,
+    channel: Channel,
+    trx: Tx | Db = this.db,
+  ): Promise<ConnectionRow | undefined> {
+    return trx
+      .selectFrom('channel_connections')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .where('channel', '=', channel)
+      .executeTakeFirst();
+  }
+
+  /** By id alone: the provider webhook route knows the connection, not the account. */
+  async findById(id: string): Promise<ConnectionRow | undefined> {
+    return this.db
+      .selectFrom('channel_connections')
+      .selectAll()
+      .where('id', '=', id)
+      .executeTakeFirst();
+  }
+
+  /** Connects the channel, or replaces its connection's settings (keeping its id). */
+  async upsert(trx: Tx, row: ConnectionRow): Promise<ConnectionRow> {
+    return trx
+      .insertInto('channel_connections')
+      .values({ ...row, settings: JSON.stringify(row.settings) })
+      .onConflict((oc) =>
+        oc.columns(['account_id', 'channel']).doUpdateSet({
+          provider: row.provider,
+          status: row.status,
+          error: row.error,
+          settings: JSON.stringify(row.settings),
+          secrets: row.secrets,
+          verify_token: row.verify_token,
+          updated_at: row.updated_at,
+        }),
+      )
+      .returningAll()
+      .executeTakeFirstOrThrow();
+  }
+
+  async remove(trx: Tx, accountId: string, channel: Channel): Promise<boolean> {
+    const r = await trx
+      .deleteFrom('channel_connections')
+      .where('account_id', '=', accountId)
+      .where('channel', '=', channel)
+      .executeTakeFirst();
+    return r.numDeletedRows > 0n;
+  }
+}
