@@ -25,7 +25,8 @@ import {
 import { installIdempotency } from './http/idempotency.js';
 import { installInputGuard } from './http/input-guard.js';
 import type { RateLimiter } from './http/rate-limiter.js';
-import type { ChannelProviders } from './channels/channel.js';
+import type { ChannelProvider, ProviderResolver } from './channels/channel.js';
+import type { Channel } from './db/schema.js';
 import { SandboxProvider } from './channels/sandbox/sandbox.provider.js';
 import { sandboxRoutes } from './channels/sandbox/sandbox.routes.js';
 import { sandboxStatusJob } from './channels/sandbox/sandbox-status.job.js';
@@ -38,6 +39,9 @@ import { mediaFetcher, type MediaFetcher } from './messages/media.js';
 import { MessagesRepository } from './messages/messages.repository.js';
 import { messagesRoutes } from './messages/messages.routes.js';
 import { MessagesService } from './messages/messages.service.js';
+import { messageSendJob } from './messages/message-send.job.js';
+import { SendPipeline } from './messages/send-pipeline.js';
+import { BroadcastStats } from './broadcasts/broadcast-stats.js';
 import { TemplatesRepository } from './templates/templates.repository.js';
 import { templatesRoutes } from './templates/templates.routes.js';
 import { TemplatesService } from './templates/templates.service.js';
@@ -80,8 +84,10 @@ export interface AppDeps {
   clock: Clock;
   /** Replaces the guarded media fetcher (benchmarks only). */
   fetchMedia?: MediaFetcher;
-  /** Replaces providers of some channels (tests only; the sandbox serves every channel otherwise). */
-  providers?: Partial<ChannelProviders>;
+  /** How long a send's first attempt holds its job before a runner may send again (tests). */
+  sendLeaseMs?: number;
+  /** Replaces the providers of some channels, whatever their connections (tests only). */
+  providers?: Partial<Record<Channel, ChannelProvider>>;
 }
 
 /** Every service, built once from the few repositories and adapters each one uses. */
@@ -116,19 +122,26 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
   });
   const users = new UsersService({ tx, users: usersRepo, clock });
   const templates = new TemplatesService({ tx, templates: new TemplatesRepository(db), clock });
-  const sandbox = new SandboxProvider(jobs, {
+  const sandbox = new SandboxProvider({
     autoAdvance: config.sandboxAutoAdvance,
     deliveredAfterMs: config.sandboxDeliveredAfterMs,
     readAfterMs: config.sandboxReadAfterMs,
   });
-  // Every channel uses the sandbox provider until a real adapter is configured for it.
-  const providers: ChannelProviders = {
-    whatsapp: sandbox,
-    instagram: sandbox,
-    messenger: sandbox,
-    webchat: sandbox,
-    ...deps.providers,
+  const overrides = deps.providers ?? {};
+  const providers: ProviderResolver = {
+    resolve: (_accountId, channel) => Promise.resolve(overrides[channel] ?? sandbox),
   };
+  const broadcastStats = new BroadcastStats({ broadcasts: broadcastsRepo, clock });
+  const pipeline = new SendPipeline({
+    db,
+    messages: messagesRepo,
+    providers,
+    jobs,
+    outbox,
+    metrics,
+    clock,
+    observer: broadcastStats,
+  });
   const conversations = new ConversationsService({
     tx,
     conversations: conversationsRepo,
@@ -144,7 +157,10 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     contacts,
     templates,
     providers,
-    broadcasts: broadcastsRepo,
+    pipeline,
+    jobs,
+    observer: broadcastStats,
+    sendLeaseMs: deps.sendLeaseMs,
     outbox,
     fetchMedia:
       deps.fetchMedia ??
@@ -152,7 +168,6 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
         allowPrivate: config.allowPrivateTargets,
         concurrency: config.mediaFetchConcurrency,
       }),
-    metrics,
     clock,
   });
   const webhooks = new WebhooksService({
@@ -165,6 +180,7 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     tx,
     broadcasts: broadcastsRepo,
     messages,
+    providers,
     templates,
     jobs,
     outbox,
@@ -173,7 +189,11 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     ratePerSecond: config.broadcastRatePerSecond,
     metrics,
   });
-  const jobHandlers = [sandboxStatusJob(messages), broadcastSendJob(broadcasts)] as JobHandler[];
+  const jobHandlers = [
+    sandboxStatusJob(messages),
+    broadcastSendJob(broadcasts),
+    messageSendJob(messages, messagesRepo),
+  ] as JobHandler[];
   return {
     accounts,
     contacts,

@@ -53,6 +53,9 @@ export const Broadcast = Type.Object(
       }),
       failed: Type.Integer({ description: 'Failed before or after acceptance.' }),
     }),
+    failure_reason: Nullable(
+      Type.String({ description: 'Why the broadcast could not go on, when status is `failed`.' }),
+    ),
     scheduled_at: Nullable(Timestamp),
     created_at: Timestamp,
   },

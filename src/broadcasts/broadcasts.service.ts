@@ -1,3 +1,4 @@
+import type { ChannelProvider, ProviderResolver } from '../channels/channel.js';
 import type { Clock } from '../clock.js';
 import type { Channel } from '../db/schema.js';
 import type { Tx } from '../db/database.js';
@@ -32,6 +33,7 @@ export function toBroadcast(r: BroadcastRow): Broadcast {
       replied: r.replied,
       failed: r.failed,
     },
+    failure_reason: r.status === 'failed' ? r.failure_reason : null,
     scheduled_at: r.scheduled_at ? r.scheduled_at.toISOString() : null,
     created_at: r.created_at.toISOString(),
   };
@@ -70,6 +72,7 @@ export class BroadcastsService {
       tx: Transactor;
       broadcasts: BroadcastsRepository;
       messages: MessagesService;
+      providers: ProviderResolver;
       templates: TemplatesService;
       jobs: JobQueue;
       outbox: Outbox;
@@ -181,12 +184,26 @@ export class BroadcastsService {
   }
 
   /**
-   * One step of sending, in one transaction: start a due scheduled broadcast, then claim and
-   * message the next batch of recipients, or finish. A crash rolls the batch back whole and the
-   * job runs it again; the recipient key makes a second message impossible.
+   * One step of sending: in one transaction, start a due scheduled broadcast, then claim the
+   * next batch of recipients and record their messages `queued` with one send job, or finish;
+   * after the commit, hand the batch to the provider (SendPipeline). A crash before the commit
+   * rolls the batch back whole and the job runs it again (the recipient key makes a second
+   * message impossible); a crash after it leaves the send job to a runner when its lease ends.
    */
   async sendNextBatch(accountId: string, id: string): Promise<'more' | 'done'> {
-    const processed = { sent: 0, failed: 0 };
+    const channel = await this.channelOf(accountId, id);
+    if (!channel) return 'done';
+    let provider: ChannelProvider;
+    try {
+      provider = await this.deps.providers.resolve(accountId, channel);
+    } catch (err) {
+      if (!(err instanceof AppError)) throw err;
+      // The channel is not connected and the sandbox is off: nothing can be sent.
+      await this.deps.tx.run({ accountId }, (trx) =>
+        this.end(trx, accountId, id, `cannot send on ${channel}: ${err.message}`, false),
+      );
+      return 'done';
+    }
     const step = await this.deps.tx.run({ accountId }, async (trx) => {
       let b = await this.deps.broadcasts.lock(trx, accountId, id);
       if (!b) return 'done';
@@ -203,7 +220,8 @@ export class BroadcastsService {
       }
       if (b.status !== 'sending') return 'done';
 
-      if (b.message.type === 'template' && b.rendered_content === null) {
+      let language: string | null = null;
+      if (b.message.type === 'template') {
         try {
           const rendered = await this.deps.templates.renderApproved(
             trx,
@@ -212,19 +230,16 @@ export class BroadcastsService {
             b.message.template_params ?? [],
             TEMPLATE_FIELDS,
           );
-          b = await this.deps.broadcasts.update(trx, accountId, id, {
-            rendered_content: rendered,
-            updated_at: now,
-          });
+          language = rendered.language;
+          if (b.rendered_content === null)
+            b = await this.deps.broadcasts.update(trx, accountId, id, {
+              rendered_content: rendered.content,
+              updated_at: now,
+            });
         } catch (err) {
           if (!(err instanceof AppError)) throw err;
-          // Nothing can be sent (e.g. the template is no longer approved): failed, not completed.
-          await this.deps.broadcasts.update(trx, accountId, id, {
-            status: 'failed',
-            failure_reason: err.message,
-            completed_at: now,
-            updated_at: now,
-          });
+          // Nothing more can be sent (e.g. the template is no longer approved).
+          await this.end(trx, accountId, id, err.message, b.sent + b.failed > 0);
           return 'done';
         }
       }
@@ -259,12 +274,19 @@ export class BroadcastsService {
       const recipients = batch
         .filter((c) => fresh.has(c.id))
         .map((c) => ({ contactId: c.id, phone: c.phone }));
-      const results = await this.deps.messages.sendBatch(trx, accountId, {
+      const queued = await this.deps.messages.queue(trx, accountId, {
         channel: b.channel,
         type: b.message.type,
         content: b.message.type === 'template' ? b.rendered_content : (b.message.content ?? null),
-        templateName: b.message.template_name ?? null,
-        media: null,
+        template:
+          b.message.type === 'template'
+            ? {
+                name: b.message.template_name!,
+                language: language!,
+                params: b.message.template_params ?? [],
+              }
+            : null,
+        mediaUrl: null,
         broadcastId: id,
         recipients,
       });
@@ -272,32 +294,75 @@ export class BroadcastsService {
         trx,
         accountId,
         id,
-        results.map((r) => ({
+        queued.results.map((r) => ({
           ctid: fresh.get(r.contactId)!,
           conversationId: r.row?.conversation_id ?? null,
           messageId: r.row?.id ?? null,
           failureReason: r.error?.message ?? null,
         })),
       );
-      const sent = results.filter((r) => r.row).length;
-      processed.sent = sent;
-      processed.failed = results.length - sent;
-      await this.deps.broadcasts.addStats(
-        trx,
-        accountId,
-        id,
-        { sent, failed: results.length - sent },
-        now,
-      );
+      // Refused by the rules (outside the window): failed now. The rest count as the provider answers.
+      const refused = queued.results.filter((r) => r.error).length;
+      if (refused > 0)
+        await this.deps.broadcasts.addStats(trx, accountId, id, { failed: refused }, now);
       await this.deps.broadcasts.update(trx, accountId, id, {
         cursor: batch[batch.length - 1]!.id,
         updated_at: now,
       });
-      return 'more';
+      const phones = new Map(recipients.map((r) => [r.contactId, r.phone]));
+      return {
+        job: queued.job,
+        refused,
+        messages: queued.results.flatMap((r) =>
+          r.row
+            ? [{ row: r.row, channel, contactId: r.contactId, phone: phones.get(r.contactId)! }]
+            : [],
+        ),
+      };
     });
+    if (step === 'done') return 'done';
+    let accepted = 0;
+    let failed = step.refused;
+    if (step.job) {
+      const rows = await this.deps.messages.dispatch(
+        accountId,
+        channel,
+        step.job,
+        step.messages,
+        provider,
+      );
+      for (const row of rows.values()) {
+        if (row.status === 'failed') failed++;
+        else accepted++;
+      }
+    }
     // Counted once committed: a batch that rolls back is sent again and must not count twice.
-    this.deps.metrics.broadcastRecipients(processed.sent, processed.failed);
-    return step;
+    this.deps.metrics.broadcastRecipients(accepted, failed);
+    return 'more';
+  }
+
+  /**
+   * Ends a broadcast that cannot go on: `failed` with the reason, and `broadcast.completed`
+   * when it had begun (one that never sent anything does not announce a completion).
+   */
+  private async end(
+    trx: Tx,
+    accountId: string,
+    id: string,
+    reason: string,
+    announce: boolean,
+  ): Promise<void> {
+    const b = await this.deps.broadcasts.lock(trx, accountId, id);
+    if (!b || (b.status !== 'sending' && b.status !== 'scheduled')) return;
+    const now = this.deps.clock.now();
+    const done = await this.deps.broadcasts.update(trx, accountId, id, {
+      status: 'failed',
+      failure_reason: reason.slice(0, 2000),
+      completed_at: now,
+      updated_at: now,
+    });
+    if (announce)
+      await this.deps.outbox.record(trx, accountId, 'broadcast.completed', toBroadcast(done));
   }
 
   /**
@@ -306,16 +371,7 @@ export class BroadcastsService {
    * in the transaction that marks the job dead; a broadcast already final is left alone.
    */
   async failForGood(trx: Tx, accountId: string, id: string, reason: string): Promise<void> {
-    const b = await this.deps.broadcasts.lock(trx, accountId, id);
-    if (!b || (b.status !== 'sending' && b.status !== 'scheduled')) return;
-    const now = this.deps.clock.now();
-    const done = await this.deps.broadcasts.update(trx, accountId, id, {
-      status: 'failed',
-      failure_reason: `sending stopped after repeated failures: ${reason}`.slice(0, 2000),
-      completed_at: now,
-      updated_at: now,
-    });
-    await this.deps.outbox.record(trx, accountId, 'broadcast.completed', toBroadcast(done));
+    await this.end(trx, accountId, id, `sending stopped after repeated failures: ${reason}`, true);
   }
 
   batchSize(channel: Channel): number {

@@ -1,5 +1,4 @@
 import type { Channel, ConnectionProvider, MessageType } from '../db/schema.js';
-import type { Tx } from '../db/database.js';
 
 export const CHANNELS = [
   'whatsapp',
@@ -46,13 +45,20 @@ export type SendOutcome =
       status: 'accepted';
       providerMessageId: string;
       /**
-       * Work of the provider's own to record with the acceptance, in the transaction that marks
-       * the message sent (the sandbox schedules its simulated delivery reports here).
+       * Status reports the provider promises for later, recorded as durable jobs in the
+       * transaction that marks the message sent. Only the sandbox uses them, to simulate what a
+       * real provider reports through its webhooks.
        */
-      afterAccepted?: (trx: Tx) => Promise<void>;
+      simulatedReports?: SimulatedReport[];
     }
   | { status: 'failed'; reason: string }
   | { status: 'retry'; reason: string; afterMs?: number };
+
+export interface SimulatedReport {
+  status: 'delivered' | 'read' | 'failed';
+  afterMs: number;
+  reason?: string;
+}
 
 /** One messaging provider: turns our messages into calls of its API. */
 export interface ChannelProvider {
@@ -78,10 +84,13 @@ export interface ProviderResolver {
 
 export interface InboundMessage {
   channel: Channel;
-  from: { phone: string } | { contactId: string };
+  /** A phone finds or creates the contact (with `name` when the provider told it). */
+  from: { phone: string; name?: string | null } | { contactId: string };
   type: 'text' | 'image' | 'document';
   content: string | null;
   mediaUrl: string | null;
+  /** The provider's id of the message: a second delivery of it takes effect once. */
+  providerMessageId?: string | null;
 }
 
 export interface StatusUpdate {

@@ -146,14 +146,20 @@ export class ContactsService {
   }
 
   /** The contact with this phone, created (with its `contact.created` event) when there is none. */
-  async findOrCreateByPhone(trx: Tx, accountId: string, phone: string): Promise<Contact> {
+  /** The contact with this phone, or a new one named `name` (a provider's profile name). */
+  async findOrCreateByPhone(
+    trx: Tx,
+    accountId: string,
+    phone: string,
+    name: string | null = null,
+  ): Promise<Contact> {
     checkPhone(phone);
     const now = this.deps.clock.now();
     const row: ContactRow = {
       account_id: accountId,
       id: newId('con'),
       phone,
-      name: null,
+      name: name === null ? null : name.slice(0, 200),
       email: null,
       tags: [],
       lifecycle_stage: null,

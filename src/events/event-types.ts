@@ -9,6 +9,8 @@ export interface EventPayloads {
   'message.received': Message;
   'message.delivered': Message;
   'message.read': Message;
+  /** Beyond SPEC.md: the provider refused the message for good, or reported it undeliverable. */
+  'message.failed': Message;
   'conversation.assigned': Conversation;
   'conversation.resolved': Conversation;
   'broadcast.completed': Broadcast;
@@ -20,6 +22,7 @@ export const EVENT_TYPES = [
   'message.received',
   'message.delivered',
   'message.read',
+  'message.failed',
   'conversation.assigned',
   'conversation.resolved',
   'contact.created',

@@ -12,6 +12,8 @@ export interface JobPayloads {
   };
   /** Starts a scheduled broadcast at its time, then sends it batch by batch. */
   'broadcast.send': { v: 1; broadcast_id: string };
+  /** Hands queued messages to their provider (one API send, or one broadcast batch). */
+  'message.send': { v: 1; message_ids: string[] };
 }
 export type JobKind = keyof JobPayloads;
 
@@ -46,8 +48,12 @@ export class JobQueue {
     accountId: string,
     kind: K,
     payload: JobPayloads[K],
-    /** When it falls due: at `runAt`, or `delayMs` from now (default: now). */
-    opts: { delayMs?: number; runAt?: Date } = {},
+    /**
+     * When it falls due: at `runAt`, or `delayMs` from now (default: now). `leasedUntil` writes
+     * it already claimed by the caller (its first attempt), so no runner takes it before then:
+     * should the caller die, a runner picks it up when the lease ends.
+     */
+    opts: { delayMs?: number; runAt?: Date; leasedUntil?: Date } = {},
   ): Promise<string> {
     const now = this.clock.now();
     const id = newId('job');
@@ -60,8 +66,38 @@ export class JobQueue {
         payload: JSON.stringify(payload),
         run_at: opts.runAt ?? new Date(now.getTime() + (opts.delayMs ?? 0)),
         created_at: now,
+        ...(opts.leasedUntil ? { locked_until: opts.leasedUntil, attempts: 1 } : {}),
       })
       .execute();
     return id;
+  }
+
+  /**
+   * Settles a job its caller holds under `lease` (see `leasedUntil`): deleted when done, else
+   * released to run again at `retryAt`. A caller whose lease was taken over changes nothing.
+   */
+  async settle(
+    trx: Tx,
+    accountId: string,
+    id: string,
+    lease: Date,
+    next: { done: true } | { done: false; retryAt: Date; error: string },
+  ): Promise<void> {
+    if (next.done) {
+      await trx
+        .deleteFrom('jobs')
+        .where('account_id', '=', accountId)
+        .where('id', '=', id)
+        .where('locked_until', '=', lease)
+        .execute();
+      return;
+    }
+    await trx
+      .updateTable('jobs')
+      .set({ run_at: next.retryAt, locked_until: null, last_error: next.error.slice(0, 2000) })
+      .where('account_id', '=', accountId)
+      .where('id', '=', id)
+      .where('locked_until', '=', lease)
+      .execute();
   }
 }

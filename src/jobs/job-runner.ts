@@ -11,6 +11,8 @@ export interface ClaimedJob<K extends JobKind = JobKind> {
   kind: K;
   payload: JobPayloads[K];
   attempts: number;
+  /** The claim's lease: the job is this runner's only while locked_until still equals it. */
+  lease: Date;
 }
 
 /**
@@ -152,6 +154,7 @@ export class JobRunner {
         kind: r.kind,
         payload: r.payload as JobPayloads[JobKind],
         attempts: r.attempts,
+        lease,
       };
       this.leases.set(job, lease);
       return job;

@@ -1,21 +1,136 @@
-import type { Selectable } from 'kysely';
+import { sql, type Selectable } from 'kysely';
 import type { Db, Tx } from '../db/database.js';
-import type { MessageStatus, MessagesTable } from '../db/schema.js';
+import type { Channel, MessageStatus, MessagesTable } from '../db/schema.js';
 
 export type MessageRow = Selectable<MessagesTable>;
 
-/** Which statuses each target may be reached from: statuses only move forward. */
+/**
+ * Which statuses each target may be reached from: statuses only move forward. A report may
+ * overtake the provider's own answer (delivered while still queued here).
+ */
 const FORWARD_FROM: Record<'delivered' | 'read' | 'failed', MessageStatus[]> = {
-  delivered: ['sent'],
-  read: ['sent', 'delivered'],
-  failed: ['sent', 'delivered'],
+  delivered: ['queued', 'sent'],
+  read: ['queued', 'sent', 'delivered'],
+  failed: ['queued', 'sent', 'delivered'],
 };
+
+/** A provider's answer to one queued message, to record. */
+export type OutboundRecord =
+  | { id: string; status: 'sent'; providerMessageId: string }
+  | { id: string; status: 'failed'; reason: string };
+
+/** A queued message with where it goes. */
+export interface QueuedMessage {
+  row: MessageRow;
+  channel: Channel;
+  contactId: string;
+  /** Null when the contact has since been deleted. */
+  phone: string | null;
+}
+
+function forInsert(row: MessageRow) {
+  return {
+    ...row,
+    template_params: row.template_params === null ? null : JSON.stringify(row.template_params),
+  };
+}
 
 export class MessagesRepository {
   constructor(private readonly db: Db) {}
 
   async insertMany(trx: Tx, rows: MessageRow[]): Promise<void> {
-    if (rows.length > 0) await trx.insertInto('messages').values(rows).execute();
+    if (rows.length > 0) await trx.insertInto('messages').values(rows.map(forInsert)).execute();
+  }
+
+  /** Inserts an inbound message unless its provider id is already recorded; false if it was. */
+  async insertInbound(trx: Tx, row: MessageRow): Promise<boolean> {
+    const r = await trx
+      .insertInto('messages')
+      .values(forInsert(row))
+      .onConflict((oc) =>
+        oc
+          .columns(['account_id', 'provider_message_id'])
+          .where('provider_message_id', 'is not', null)
+          .doNothing(),
+      )
+      .executeTakeFirst();
+    return (r.numInsertedOrUpdatedRows ?? 0n) > 0n;
+  }
+
+  /**
+   * Records provider answers on messages still `queued` (a message a report already moved on
+   * keeps its status, but learns its provider id), in one statement; returns what changed.
+   */
+  async recordOutcomes(
+    trx: Tx,
+    accountId: string,
+    records: OutboundRecord[],
+    now: Date,
+  ): Promise<{ row: MessageRow; from: MessageStatus }[]> {
+    if (records.length === 0) return [];
+    const values = sql.join(
+      records.map(
+        (r) =>
+          sql`(${r.id}, ${r.status}, ${r.status === 'sent' ? r.providerMessageId : null}, ${r.status === 'failed' ? r.reason.slice(0, 2000) : null})`,
+      ),
+    );
+    const result = await sql<MessageRow & { from_status: MessageStatus }>`
+      WITH v (id, status, provider_message_id, failure_reason) AS (VALUES ${values}),
+      old AS (
+        SELECT m.id, m.status FROM messages m JOIN v ON m.id = v.id
+        WHERE m.account_id = ${accountId} FOR UPDATE OF m
+      )
+      UPDATE messages m SET
+        status = CASE WHEN old.status = 'queued' THEN v.status ELSE m.status END,
+        failure_reason = CASE WHEN old.status = 'queued' THEN v.failure_reason ELSE m.failure_reason END,
+        provider_message_id = COALESCE(m.provider_message_id, v.provider_message_id),
+        updated_at = ${now}
+      FROM v JOIN old ON old.id = v.id
+      WHERE m.account_id = ${accountId} AND m.id = v.id
+        AND (old.status = 'queued' OR (m.provider_message_id IS NULL AND v.provider_message_id IS NOT NULL))
+      RETURNING m.*, old.status AS from_status`.execute(trx);
+    return result.rows
+      .filter((r) => r.from_status === 'queued')
+      .map(({ from_status, ...row }) => ({ row: row, from: from_status }));
+  }
+
+  /** The messages of a send job still waiting for their provider, with their recipients. */
+  async findQueued(accountId: string, ids: string[]): Promise<QueuedMessage[]> {
+    if (ids.length === 0) return [];
+    const rows = await this.db
+      .selectFrom('messages as m')
+      .innerJoin('conversations as c', (j) =>
+        j.onRef('c.account_id', '=', 'm.account_id').onRef('c.id', '=', 'm.conversation_id'),
+      )
+      .leftJoin('contacts as ct', (j) =>
+        j.onRef('ct.account_id', '=', 'c.account_id').onRef('ct.id', '=', 'c.contact_id'),
+      )
+      .selectAll('m')
+      .select(['c.channel', 'c.contact_id', 'ct.phone'])
+      .where('m.account_id', '=', accountId)
+      .where('m.id', 'in', ids)
+      .where('m.status', '=', 'queued')
+      .orderBy('m.id')
+      .execute();
+    return rows.map(({ channel, contact_id, phone, ...row }) => ({
+      row: row,
+      channel,
+      contactId: contact_id,
+      phone: phone ?? null,
+    }));
+  }
+
+  async findByProviderId(
+    trx: Tx | Db,
+    accountId: string,
+    providerMessageId: string,
+  ): Promise<MessageRow | undefined> {
+    return trx
+      .selectFrom('messages')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .where('provider_message_id', '=', providerMessageId)
+      .executeTakeFirst();
   }
 
   async find(

@@ -27,13 +27,15 @@ export const Message = Type.Object(
     media_url: Nullable(Type.String()),
     status: Type.Union(
       [
+        Type.Literal('queued'),
         Type.Literal('sent'),
         Type.Literal('delivered'),
         Type.Literal('read'),
         Type.Literal('failed'),
       ],
       {
-        description: 'Delivery status of an outbound message; inbound messages are `delivered`.',
+        description:
+          'Delivery status of an outbound message (`queued` until the provider has answered); inbound messages are `delivered`.',
       },
     ),
     failure_reason: Nullable(

@@ -1,5 +1,10 @@
-import type { BroadcastsRepository } from '../broadcasts/broadcasts.repository.js';
-import type { ChannelProviders, InboundMessage, StatusUpdate } from '../channels/channel.js';
+import type {
+  ChannelProvider,
+  InboundMessage,
+  OutboundMessage,
+  ProviderResolver,
+  StatusUpdate,
+} from '../channels/channel.js';
 import { WINDOWED_CHANNELS } from '../channels/channel.js';
 import type { Clock } from '../clock.js';
 import type { ContactsService } from '../contacts/contacts.service.js';
@@ -9,20 +14,36 @@ import type { Scope, Transactor } from '../db/transactor.js';
 import { AppError, NotFound, ValidationError } from '../errors.js';
 import type { Outbox } from '../events/outbox.js';
 import { newId } from '../ids.js';
+import type { JobQueue } from '../jobs/job-queue.js';
 import type { ConversationsRepository } from '../conversations/conversations.repository.js';
-import type { Metrics } from '../metrics/metrics.js';
 import type { TemplatesService } from '../templates/templates.service.js';
 import type { FetchedMedia, MediaFetcher } from './media.js';
-import type { MessageRow, MessagesRepository } from './messages.repository.js';
+import type { MessageObserver } from './message-observer.js';
+import type { MessageRow, MessagesRepository, QueuedMessage } from './messages.repository.js';
+import { SEND_LEASE_MS, type SendPipeline } from './send-pipeline.js';
 import { toMessage } from './messages.present.js';
 import type { Message, SendMessageBody } from './messages.schema.js';
 
 export const CUSTOMER_WINDOW_MS = 24 * 60 * 60 * 1000;
 
-export interface SendResult {
+/** How long the API waits for the provider's answer before answering `queued`. */
+export const SEND_WAIT_MS = 10_000;
+
+export interface QueueResult {
   contactId: string;
   row?: MessageRow;
   error?: AppError;
+}
+
+/** A batch recorded `queued`, with the send job (held under `lease`) that carries it. */
+export interface QueuedBatch {
+  results: QueueResult[];
+  job: { id: string; lease: Date } | null;
+}
+
+export interface Recipient {
+  contactId: string;
+  phone: string | null;
 }
 
 function outsideWindow(channel: Channel): AppError {
@@ -74,67 +95,138 @@ export class MessagesService {
       conversations: ConversationsRepository;
       contacts: ContactsService;
       templates: TemplatesService;
-      providers: ChannelProviders;
-      broadcasts: BroadcastsRepository;
+      providers: ProviderResolver;
+      pipeline: SendPipeline;
+      jobs: JobQueue;
+      observer: MessageObserver;
+      /** How long a send's first attempt holds its job (SEND_LEASE_MS by default). */
+      sendLeaseMs?: number;
       outbox: Outbox;
       fetchMedia: MediaFetcher;
-      metrics: Metrics;
       clock: Clock;
+      log?: { error(obj: object, msg: string): void };
     },
   ) {}
 
+  /**
+   * Records the message `queued` with its send job, then (after the commit) hands it to the
+   * provider and answers with what the provider said within SEND_WAIT_MS: `sent`, `failed`, or
+   * still `queued` (the job tries again).
+   */
   async send(scope: Scope, body: SendMessageBody): Promise<Message> {
     checkFields(body);
     const contact = await this.deps.contacts.get(scope, body.contact_id);
+    // Decided before anything is written: an unconnected channel is a 422 with nothing stored.
+    const provider = await this.deps.providers.resolve(scope.accountId, body.channel);
     let media: FetchedMedia | null = null;
     if (body.type === 'image' || body.type === 'document') {
       // Fetched before the transaction: a slow media host must not hold a database lock.
       media = await this.deps.fetchMedia(body.media_url!, body.type);
     }
-    return this.deps.tx.run(scope, async (trx) => {
-      const content =
-        body.type === 'template'
-          ? await this.deps.templates.renderApproved(
-              trx,
-              scope.accountId,
-              body.template_name!,
-              body.template_params ?? [],
-            )
-          : (body.content ?? null);
-      const [result] = await this.sendBatch(trx, scope.accountId, {
+    const { row, job } = await this.deps.tx.run(scope, async (trx) => {
+      let content = body.content ?? null;
+      let template: TemplateRef | null = null;
+      if (body.type === 'template') {
+        const rendered = await this.deps.templates.renderApproved(
+          trx,
+          scope.accountId,
+          body.template_name!,
+          body.template_params ?? [],
+        );
+        content = rendered.content;
+        template = {
+          name: body.template_name!,
+          language: rendered.language,
+          params: body.template_params ?? [],
+        };
+      }
+      const batch = await this.queue(trx, scope.accountId, {
         channel: body.channel,
         type: body.type,
         content,
-        templateName: body.template_name ?? null,
-        media,
+        template,
+        mediaUrl: media?.url ?? null,
         broadcastId: null,
         recipients: [{ contactId: contact.id, phone: contact.phone }],
       });
+      const [result] = batch.results;
       if (result!.error) throw result!.error;
-      return toMessage(result!.row!);
+      return { row: result!.row!, job: batch.job! };
     });
+    const attempt = this.dispatch(
+      scope.accountId,
+      body.channel,
+      job,
+      [{ row, channel: body.channel, contactId: contact.id, phone: contact.phone }],
+      provider,
+    );
+    const answered = await Promise.race([
+      attempt,
+      new Promise<null>((resolve) => setTimeout(() => resolve(null), SEND_WAIT_MS).unref()),
+    ]).catch((err: unknown) => {
+      // Recorded and queued: the job sends it when its lease ends.
+      this.deps.log?.error({ err, message: row.id }, 'recording a send attempt failed');
+      return null;
+    });
+    return toMessage(answered?.get(row.id) ?? row);
   }
 
   /**
-   * The one send path, for the API (a batch of one) and for broadcasts: conversations found or
-   * created and locked, the 24-hour window checked per recipient, the provider called, the
-   * messages stored and their conversations reopened, all in the caller's transaction. A
-   * recipient the rules refuse gets an error instead of a message; the others are unaffected.
+   * Hands queued messages to the provider and records what it said (see SendPipeline); answers
+   * with each message's row as it now stands (absent: unchanged, still queued).
    */
-  async sendBatch(
+  async dispatch(
+    accountId: string,
+    channel: Channel,
+    job: { id: string; lease: Date },
+    queued: QueuedMessage[],
+    provider?: ChannelProvider,
+    attempt = 1,
+  ): Promise<Map<string, MessageRow>> {
+    const results = await this.deps.pipeline.attempt(
+      {
+        accountId,
+        channel,
+        jobId: job.id,
+        lease: job.lease,
+        attempt,
+        messages: queued.map((q) => toOutbound(accountId, q)),
+      },
+      provider,
+    );
+    const rows = new Map<string, MessageRow>();
+    for (const [id, r] of results) if (r.row) rows.set(id, r.row);
+    return rows;
+  }
+
+  /**
+   * Fails what a dead send job still held queued (it could not even be recorded for 24 hours'
+   * worth of attempts), with `message.failed` for each; in the transaction that buries the job.
+   */
+  async failQueued(trx: Tx, accountId: string, ids: string[], reason: string): Promise<void> {
+    await this.deps.pipeline.recordFailures(trx, accountId, ids, `sending stopped: ${reason}`);
+  }
+
+  /**
+   * The one way into sending, for the API (a batch of one) and for broadcasts: conversations
+   * found or created and locked, the 24-hour window checked per recipient, the messages stored
+   * `queued` with one send job held by the caller, all in the caller's transaction. A recipient
+   * the rules refuse gets an error instead of a message; the others are unaffected.
+   */
+  async queue(
     trx: Tx,
     accountId: string,
     batch: {
       channel: Channel;
       type: SendMessageBody['type'];
-      /** The text, or a template's rendered text. */
+      /** The text, a caption, or a template's rendered text. */
       content: string | null;
-      templateName: string | null;
-      media: FetchedMedia | null;
+      template: TemplateRef | null;
+      mediaUrl: string | null;
       broadcastId: string | null;
-      recipients: { contactId: string; phone: string }[];
+      recipients: Recipient[];
     },
-  ): Promise<SendResult[]> {
+  ): Promise<QueuedBatch> {
     const now = this.deps.clock.now();
     // Sorted, so that concurrent batches lock conversations in one order and never deadlock.
     const contactIds = [...new Set(batch.recipients.map((r) => r.contactId))].sort();
@@ -144,12 +236,8 @@ export class MessagesService {
     const conversations = windowed
       ? await this.deps.conversations.lockExisting(trx, accountId, contactIds, batch.channel)
       : await this.deps.conversations.openMany(trx, accountId, contactIds, batch.channel, now);
-    const results: SendResult[] = [];
-    const accepted: {
-      recipient: { contactId: string; phone: string };
-      conversationId: string;
-      messageId: string;
-    }[] = [];
+    const results: QueueResult[] = [];
+    const rows: MessageRow[] = [];
     for (const recipient of batch.recipients) {
       const conversation = conversations.get(recipient.contactId);
       const last = conversation?.last_inbound_at;
@@ -160,72 +248,77 @@ export class MessagesService {
         results.push({ contactId: recipient.contactId, error: outsideWindow(batch.channel) });
         continue;
       }
-      const entry = { recipient, conversationId: conversation.id, messageId: newId('msg') };
-      accepted.push(entry);
-      results.push({ contactId: recipient.contactId });
+      const row: MessageRow = {
+        account_id: accountId,
+        id: newId('msg'),
+        conversation_id: conversation.id,
+        direction: 'outbound',
+        type: batch.type,
+        content: batch.content,
+        media_url: batch.mediaUrl,
+        template_name: batch.template?.name ?? null,
+        template_language: batch.template?.language ?? null,
+        template_params: batch.template ? batch.template.params : null,
+        status: 'queued',
+        failure_reason: null,
+        provider_message_id: null,
+        broadcast_id: batch.broadcastId,
+        created_at: now,
+        updated_at: now,
+      };
+      rows.push(row);
+      results.push({ contactId: recipient.contactId, row });
     }
-    if (accepted.length === 0) return results;
-
-    const provider = this.deps.providers[batch.channel];
-    let receipts: { providerMessageId: string }[];
-    try {
-      receipts = await provider.send(
-        { trx },
-        accepted.map((a) => ({
-          accountId,
-          messageId: a.messageId,
-          channel: batch.channel,
-          to: a.recipient,
-          type: batch.type,
-          content: batch.content,
-          media: batch.media,
-        })),
-      );
-    } catch (err) {
-      this.deps.metrics.providerError(batch.channel, provider.name);
-      throw err;
-    }
-    const rows: MessageRow[] = accepted.map((a, i) => ({
-      account_id: accountId,
-      id: a.messageId,
-      conversation_id: a.conversationId,
-      direction: 'outbound',
-      type: batch.type,
-      content: batch.content,
-      media_url: batch.media?.url ?? null,
-      template_name: batch.templateName,
-      status: 'sent',
-      failure_reason: null,
-      provider_message_id: receipts[i]!.providerMessageId,
-      broadcast_id: batch.broadcastId,
-      created_at: now,
-      updated_at: now,
-    }));
+    if (rows.length === 0) return { results, job: null };
     await this.deps.messages.insertMany(trx, rows);
     // Sending is activity and reopens a resolved conversation (openMany did so already).
     if (windowed)
       await this.deps.conversations.touchOpen(
         trx,
         accountId,
-        [...new Set(accepted.map((a) => a.conversationId))],
+        [...new Set(rows.map((r) => r.conversation_id))],
         now,
       );
-    const byContact = new Map(rows.map((r, i) => [accepted[i]!.recipient.contactId, r]));
-    for (const result of results) if (!result.error) result.row = byContact.get(result.contactId);
-    return results;
+    const lease = new Date(now.getTime() + (this.deps.sendLeaseMs ?? SEND_LEASE_MS));
+    const id = await this.deps.jobs.enqueue(
+      trx,
+      accountId,
+      'message.send',
+      { v: 1, message_ids: rows.map((r) => r.id) },
+      { leasedUntil: lease },
+    );
+    return { results, job: { id, lease } };
   }
 
-  /** An inbound message: contact and conversation found or created, the window opened, the event recorded. */
+  /**
+   * An inbound message: contact and conversation found or created, the window opened, the
+   * event recorded. A provider message id already recorded takes effect once: the message as
+   * first recorded is returned and nothing else happens.
+   */
   async receive(scope: Scope, inbound: InboundMessage): Promise<Message> {
     if (inbound.type === 'text' && inbound.content === null)
       throw new ValidationError('content', 'is required when type is text');
     if (inbound.type !== 'text' && inbound.mediaUrl === null)
       throw new ValidationError('media_url', `is required when type is ${inbound.type}`);
+    const providerId = inbound.providerMessageId ?? null;
+    if (providerId !== null) {
+      const seen = await this.deps.messages.findByProviderId(
+        this.deps.tx.db,
+        scope.accountId,
+        providerId,
+      );
+      if (seen) return toMessage(seen);
+    }
     return this.deps.tx.run(scope, async (trx) => {
       const contact =
         'contactId' in inbound.from
           ? await this.deps.contacts.getInTransaction(trx, scope.accountId, inbound.from.contactId)
-          : await this.deps.contacts.findOrCreateByPhone(trx, scope.accountId, inbound.from.phone);
+          : await this.deps.contacts.findOrCreateByPhone(
+              trx,
+              scope.accountId,
+              inbound.from.phone,
+              inbound.from.name ?? null,
+            );
       const now = this.deps.clock.now();
       const conversations = await this.deps.conversations.openMany(
         trx,
@@ -244,28 +337,26 @@ export class MessagesService {
         content: inbound.content,
         media_url: inbound.mediaUrl,
         template_name: null,
+        template_language: null,
+        template_params: null,
         status: 'delivered',
         failure_reason: null,
-        provider_message_id: null,
+        provider_message_id: providerId,
         broadcast_id: null,
         created_at: now,
         updated_at: now,
       };
-      await this.deps.messages.insertMany(trx, [row]);
+      if (!(await this.deps.messages.insertInbound(trx, row))) {
+        // Recorded meanwhile by a concurrent delivery of the same webhook.
+        const seen = await this.deps.messages.findByProviderId(trx, scope.accountId, providerId!);
+        return toMessage(seen!);
+      }
       await this.deps.conversations.update(trx, scope.accountId, conversation.id, {
         status: 'open',
         last_inbound_at: now,
         updated_at: now,
       });
-      // A reply to a broadcast counts once per contact and broadcast.
-      for (const broadcastId of await this.deps.broadcasts.markReplied(
-        trx,
-        scope.accountId,
-        conversation.id,
-        now,
-      )) {
-        await this.deps.broadcasts.addStats(trx, scope.accountId, broadcastId, { replied: 1 }, now);
-      }
+      await this.deps.observer.inboundReceived(trx, scope.accountId, conversation.id, now);
       const message = toMessage(row);
       await this.deps.outbox.record(trx, scope.accountId, 'message.received', message);
       return message;
@@ -282,39 +373,98 @@ export class MessagesService {
       if (!current) throw new NotFound('message', update.messageId);
       if (current.direction !== 'outbound')
         throw new ValidationError('status', 'only outbound messages have a delivery status');
-      const now = this.deps.clock.now();
-      const moved = await this.deps.messages.advanceStatus(
+      return toMessage(await this.advance(trx, scope.accountId, current.id, update));
+    });
+  }
+
+  /**
+   * A status report naming the message by the provider's id. `sent` confirms what is already
+   * so. Answers null when no message has that id (yet: the report may overtake the provider's
+   * answer to the send), so that the caller can try again later.
+   */
+  async applyProviderStatus(
+    scope: Scope,
+    report: {
+      providerMessageId: string;
+      status: 'sent' | 'delivered' | 'read' | 'failed';
+      reason?: string;
+    },
+  ): Promise<Message | null> {
+    return this.deps.tx.run(scope, async (trx) => {
+      const current = await this.deps.messages.findByProviderId(
         trx,
         scope.accountId,
-        update.messageId,
-        update.status,
-        update.reason ?? null,
-        now,
+        report.providerMessageId,
       );
-      if (!moved) return toMessage(current);
-      const message = toMessage(moved.row);
-      if (moved.row.broadcast_id) {
-        // The funnel: a jump from sent to read counts as delivered too; each level once per message.
-        await this.deps.broadcasts.addStats(
-          trx,
-          scope.accountId,
-          moved.row.broadcast_id,
-          {
-            delivered:
-              update.status === 'delivered' || (update.status === 'read' && moved.from === 'sent')
-                ? 1
-                : 0,
-            read: update.status === 'read' ? 1 : 0,
-            failed: update.status === 'failed' ? 1 : 0,
-          },
-          now,
-        );
-      }
-      if (update.status === 'delivered')
-        await this.deps.outbox.record(trx, scope.accountId, 'message.delivered', message);
-      if (update.status === 'read')
-        await this.deps.outbox.record(trx, scope.accountId, 'message.read', message);
-      return message;
+      if (!current || current.direction !== 'outbound') return null;
+      if (report.status === 'sent') return toMessage(current);
+      return toMessage(
+        await this.advance(trx, scope.accountId, current.id, {
+          messageId: current.id,
+          status: report.status,
+          reason: report.reason,
+        }),
+      );
     });
+  }
+
+  private async advance(
+    trx: Tx,
+    accountId: string,
+    id: string,
+    update: StatusUpdate,
+  ): Promise<MessageRow> {
+    const now = this.deps.clock.now();
+    const moved = await this.deps.messages.advanceStatus(
+      trx,
+      accountId,
+      id,
+      update.status,
+      update.reason ?? null,
+      now,
+    );
+    if (!moved) return (await this.deps.messages.find(accountId, id, trx))!;
+    await this.deps.observer.outboundChanged(trx, accountId, [moved]);
+    const message = toMessage(moved.row);
+    const event = (
+      { delivered: 'message.delivered', read: 'message.read', failed: 'message.failed' } as const
+    )[update.status];
+    await this.deps.outbox.record(trx, accountId, event, message);
+    return moved.row;
+  }
+}
+
+interface TemplateRef {
+  name: string;
+  language: string;
+  params: string[];
+}
+
+/** What the provider is given for a queued message. */
+function toOutbound(accountId: string, q: QueuedMessage): OutboundMessage {
+  const { row } = q;
+  const params = row.template_params;
+  return {
+    accountId,
+    messageId: row.id,
+    channel: q.channel,
+    to: { contactId: q.contactId, phone: q.phone },
+    type: row.type,
+    content: row.content,
+    template:
+      row.type === 'template' && row.template_name
+        ? { name: row.template_name, language: row.template_language ?? 'en', params: params ?? [] }
+        : null,
+    media: row.media_url ? { url: row.media_url, filename: filenameOf(row.media_url) } : null,
+  };
+}
+
+/** The last path segment of a URL, as a document's file name; null when there is none. */
+function filenameOf(url: string): string | null {
+  try {
+    const last = new URL(url).pathname.split('/').pop();
+    return last ? decodeURIComponent(last).slice(0, 240) || null : null;
+  } catch {
+    return null;
   }
 }

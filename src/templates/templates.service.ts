@@ -95,7 +95,7 @@ export class TemplatesService {
     name: string,
     params: string[],
     fields = { name: 'template_name', params: 'template_params' },
-  ): Promise<string> {
+  ): Promise<{ content: string; language: string }> {
     const field = fields.name;
     const row = await this.deps.templates.findByName(accountId, name, trx);
     if (!row) throw new NotFound('template', name);
@@ -107,6 +107,6 @@ export class TemplatesService {
         [{ field, issue: `template is ${row.status}, not approved` }],
       );
     }
-    return renderTemplate(row.body, params, fields.params);
+    return { content: renderTemplate(row.body, params, fields.params), language: row.language };
   }
 }

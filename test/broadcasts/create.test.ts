@@ -291,6 +291,7 @@ describe('POST /v1/broadcasts', () => {
         'audience',
         'channel',
         'created_at',
+        'failure_reason',
         'id',
         'message',
         'name',
@@ -307,6 +308,7 @@ describe('POST /v1/broadcasts', () => {
       message: { type: 'text', content: 'Hello!' },
       status: 'sending',
       stats: ZERO_STATS,
+      failure_reason: null,
       scheduled_at: null,
       created_at: expect.any(String),
     });

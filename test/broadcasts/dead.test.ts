@@ -67,6 +67,8 @@ describe('a job whose retries run out', () => {
       .executeTakeFirstOrThrow();
     expect(row.failure_reason).toMatch(/^sending stopped after repeated failures: .+/);
     expect(row.completed_at).not.toBeNull();
+    // The API shows the reason on the broadcast.
+    expect(got.failure_reason).toBe(row.failure_reason);
     const events = await completedEvents(t.db, acc.accountId, b.id);
     expect(events).toEqual([expect.objectContaining({ id: b.id, status: 'failed' })]);
 

@@ -314,7 +314,7 @@ describe('POST /v1/sandbox/messages/{id}/status', () => {
     expect(await eventsFor(id)).toHaveLength(1);
   });
 
-  it('failed keeps its reason, and nothing moves it afterwards (200 unchanged, no event)', async () => {
+  it('failed keeps its reason and emits message.failed once; nothing moves it afterwards (200 unchanged, no event)', async () => {
     const id = await sent();
     const failed = await setStatus(acc, id, 'failed', 'handset switched off');
     expectStatus(failed, 200);
@@ -332,7 +332,7 @@ describe('POST /v1/sandbox/messages/{id}/status', () => {
       expectStatus(res, 200);
       expect(res.json()).toEqual(failed.json());
     }
-    expect(await eventsFor(id)).toEqual([]);
+    expect((await eventsFor(id)).map((e) => e.type)).toEqual(['message.failed']);
     const conv = await acc.call({
       method: 'GET',
       url: `/v1/conversations/${failed.json().conversation_id}`,
@@ -346,7 +346,10 @@ describe('POST /v1/sandbox/messages/{id}/status', () => {
     const failed = await setStatus(acc, id, 'failed', 'bounced');
     expect(failed.json()).toMatchObject({ status: 'failed', failure_reason: 'bounced' });
     expect((await setStatus(acc, id, 'read')).json().status).toBe('failed');
-    expect((await eventsFor(id)).map((e) => e.type)).toEqual(['message.delivered']);
+    expect((await eventsFor(id)).map((e) => e.type)).toEqual([
+      'message.delivered',
+      'message.failed',
+    ]);
   });
 
   it('an inbound message has no delivery status to set: 422', async () => {
@@ -526,7 +529,10 @@ describe('sandbox auto-advance (delivered after 1000 ms, read after 3000 ms)', (
     a.clock.advance(10_000);
     await runner.drain();
     expect(await messageOf(acc, id)).toEqual(failed);
-    expect((await eventsOf(a.db, acc.accountId)).map((e) => e.type)).toEqual(['contact.created']);
+    expect((await eventsOf(a.db, acc.accountId)).map((e) => e.type)).toEqual([
+      'contact.created',
+      'message.failed',
+    ]);
     expect(await jobsOf(acc)).toEqual([]);
   });
 

@@ -29,8 +29,8 @@ export function sandboxRoutes(
       if ((req.body.phone === undefined) === (req.body.contact_id === undefined)) {
         throw new ValidationError('phone', 'give exactly one of phone and contact_id');
       }
-      const [inbound] = deps.sandbox.parseWebhook(req.body).inbound;
-      return reply.code(201).send(await deps.messages.receive(req.scope, inbound!));
+      const inbound = deps.sandbox.parseInbound(req.body);
+      return reply.code(201).send(await deps.messages.receive(req.scope, inbound));
     },
   });
   r.post('/sandbox/messages/:id/status', {

@@ -1,0 +1,67 @@
+import type { Tx } from '../db/database.js';
+import type { MessageStatus } from '../db/schema.js';
+import type { MessageObserver } from '../messages/message-observer.js';
+import type { MessageRow } from '../messages/messages.repository.js';
+import type { Clock } from '../clock.js';
+import type { BroadcastsRepository } from './broadcasts.repository.js';
+
+const LEVEL: Record<MessageStatus, number> = {
+  queued: 0,
+  sent: 1,
+  delivered: 2,
+  read: 3,
+  failed: -1,
+};
+
+/**
+ * The broadcast funnel, kept from what messages report: each message counted once per level.
+ * `sent` = accepted by the provider (a report that skips ahead implies it), `delivered` =
+ * reached delivered or read, `read` = reached read, `failed` = failed before or after
+ * acceptance; `replied` = the contact wrote on the conversation afterwards, once per broadcast.
+ */
+export class BroadcastStats implements MessageObserver {
+  constructor(private readonly deps: { broadcasts: BroadcastsRepository; clock: Clock }) {}
+
+  async outboundChanged(
+    trx: Tx,
+    accountId: string,
+    changes: { row: MessageRow; from: MessageStatus }[],
+  ): Promise<void> {
+    const deltas = new Map<
+      string,
+      { sent: number; delivered: number; read: number; failed: number }
+    >();
+    for (const { row, from } of changes) {
+      if (!row.broadcast_id) continue;
+      const d = deltas.get(row.broadcast_id) ?? { sent: 0, delivered: 0, read: 0, failed: 0 };
+      const to = row.status;
+      if (to === 'failed') {
+        d.failed++;
+      } else {
+        if (LEVEL[from] < 1 && LEVEL[to] >= 1) d.sent++;
+        if (LEVEL[from] < 2 && LEVEL[to] >= 2) d.delivered++;
+        if (LEVEL[from] < 3 && LEVEL[to] >= 3) d.read++;
+      }
+      deltas.set(row.broadcast_id, d);
+    }
+    const now = this.deps.clock.now();
+    for (const [broadcastId, d] of deltas)
+      await this.deps.broadcasts.addStats(trx, accountId, broadcastId, d, now);
+  }
+
+  async inboundReceived(
+    trx: Tx,
+    accountId: string,
+    conversationId: string,
+    at: Date,
+  ): Promise<void> {
+    for (const broadcastId of await this.deps.broadcasts.markReplied(
+      trx,
+      accountId,
+      conversationId,
+      at,
+    )) {
+      await this.deps.broadcasts.addStats(trx, accountId, broadcastId, { replied: 1 }, at);
+    }
+  }
+}

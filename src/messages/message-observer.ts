@@ -1,0 +1,18 @@
+import type { Tx } from '../db/database.js';
+import type { MessageStatus } from '../db/schema.js';
+import type { MessageRow } from './messages.repository.js';
+
+/**
+ * What other parts of the service hear about messages, in the transaction of the change (the
+ * broadcast funnel listens here), so that messages need not know who keeps which counts.
+ */
+export interface MessageObserver {
+  /** Outbound messages that moved from `from` to their row's status. */
+  outboundChanged(
+    trx: Tx,
+    accountId: string,
+    changes: { row: MessageRow; from: MessageStatus }[],
+  ): Promise<void>;
+  /** The contact wrote on the conversation. */
+  inboundReceived(trx: Tx, accountId: string, conversationId: string, at: Date): Promise<void>;
+}

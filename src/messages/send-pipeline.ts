@@ -1,0 +1,216 @@
+import type {
+  ChannelProvider,
+  OutboundMessage,
+  ProviderResolver,
+  SendOutcome,
+} from '../channels/channel.js';
+import type { Clock } from '../clock.js';
+import type { Db, Tx } from '../db/database.js';
+import type { Channel } from '../db/schema.js';
+import type { Outbox } from '../events/outbox.js';
+import type { JobQueue } from '../jobs/job-queue.js';
+import type { Metrics } from '../metrics/metrics.js';
+import { toMessage } from './messages.present.js';
+import type { MessageRow, MessagesRepository, OutboundRecord } from './messages.repository.js';
+import type { MessageObserver } from './message-observer.js';
+
+/**
+ * Delays between attempts at a message the provider could not take yet: within about 2 s,
+ * 10 s and 30 s first, then growing to an hour apart, for 24 hours in all; after the last, the
+ * message fails. The first attempt is the API's (or the broadcast batch's) own.
+ */
+export const SEND_RETRY_DELAYS_MS: readonly number[] = (() => {
+  const delays = [2, 10, 30, 60, 120, 300, 600, 1200, 1800].map((s) => s * 1000);
+  let total = delays.reduce((a, b) => a + b, 0);
+  while (total < 24 * 3600_000) {
+    delays.push(3600_000);
+    total += 3600_000;
+  }
+  return delays;
+})();
+
+/** A provider's hint (Retry-After) is honoured up to an hour. */
+const MAX_HINT_MS = 3600_000;
+/** Calls in flight at once for one batch (a broadcast batch is hundreds of messages). */
+const CONCURRENCY = 64;
+/** How long a claim on a send job holds: longer than any provider call may take. */
+export const SEND_LEASE_MS = 60_000;
+
+/** A queued message, with what its provider needs, and the send job that carries it. */
+export interface QueuedSend {
+  accountId: string;
+  channel: Channel;
+  jobId: string;
+  /** The claim on the job its caller holds: the job is settled only while it still stands. */
+  lease: Date;
+  /** 1 for the caller's own first attempt. */
+  attempt: number;
+  messages: OutboundMessage[];
+}
+
+/** Where a queued message ended after an attempt. */
+export type SendResult = { row: MessageRow | null; outcome: SendOutcome };
+
+/**
+ * The provider is never called inside a transaction. A message is recorded `queued` with its
+ * send job (by the caller, in the transaction that decides to send it); after the commit this
+ * hands it to the provider and records the outcome in a second transaction: `sent` with the
+ * provider's id, `failed` with the reason and a `message.failed` event, or still `queued` with
+ * the job released to try again later. Whoever dies in between, the job's lease ends and a
+ * runner sends again (at least once towards the provider; once in our records).
+ */
+export class SendPipeline {
+  constructor(
+    private readonly deps: {
+      db: Db;
+      messages: MessagesRepository;
+      providers: ProviderResolver;
+      jobs: JobQueue;
+      outbox: Outbox;
+      metrics: Metrics;
+      clock: Clock;
+      /** Who hears of status changes of outbound messages (the broadcast funnel). */
+      observer: MessageObserver;
+    },
+  ) {}
+
+  /**
+   * One attempt at the send's messages, then its outcomes recorded and its job settled, in one
+   * transaction. Answers with each message's row as it now stands.
+   */
+  async attempt(send: QueuedSend, provider?: ChannelProvider): Promise<Map<string, SendResult>> {
+    const outcomes = await this.callProvider(send, provider);
+    return this.record(send, outcomes);
+  }
+
+  /** Calls the provider for every message, a few at a time; never throws. */
+  private async callProvider(
+    send: QueuedSend,
+    given?: ChannelProvider,
+  ): Promise<Map<string, SendOutcome>> {
+    const outcomes = new Map<string, SendOutcome>();
+    let provider: ChannelProvider;
+    try {
+      provider = given ?? (await this.deps.providers.resolve(send.accountId, send.channel));
+    } catch (err) {
+      // No provider any more (the channel was disconnected with the sandbox off): for good.
+      const reason = err instanceof Error ? err.message : String(err);
+      for (const m of send.messages) outcomes.set(m.messageId, { status: 'failed', reason });
+      return outcomes;
+    }
+    const controller = new AbortController();
+    let next = 0;
+    const worker = async () => {
+      while (next < send.messages.length) {
+        const message = send.messages[next++]!;
+        let outcome: SendOutcome;
+        try {
+          outcome = await provider.send(message, controller.signal);
+        } catch (err) {
+          outcome = { status: 'retry', reason: err instanceof Error ? err.message : String(err) };
+        }
+        if (outcome.status !== 'accepted')
+          this.deps.metrics.providerError(send.channel, provider.name);
+        outcomes.set(message.messageId, outcome);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(CONCURRENCY, send.messages.length) }, worker));
+    return outcomes;
+  }
+
+  private async record(
+    send: QueuedSend,
+    outcomes: Map<string, SendOutcome>,
+  ): Promise<Map<string, SendResult>> {
+    const now = this.deps.clock.now();
+    const lastAttempt = SEND_RETRY_DELAYS_MS[send.attempt - 1] === undefined;
+    const records: OutboundRecord[] = [];
+    let retryAfterMs = 0;
+    let retryReason = '';
+    for (const [id, outcome] of outcomes) {
+      if (outcome.status === 'accepted') {
+        records.push({ id, status: 'sent', providerMessageId: outcome.providerMessageId });
+      } else if (outcome.status === 'failed') {
+        records.push({ id, status: 'failed', reason: outcome.reason });
+      } else if (lastAttempt) {
+        records.push({
+          id,
+          status: 'failed',
+          reason: `not accepted by the provider within 24 hours: ${outcome.reason}`,
+        });
+      } else {
+        retryAfterMs = Math.max(retryAfterMs, Math.min(outcome.afterMs ?? 0, MAX_HINT_MS));
+        retryReason = outcome.reason;
+      }
+    }
+    const rows = await this.deps.db.transaction().execute(async (trx) => {
+      const changed = await this.deps.messages.recordOutcomes(trx, send.accountId, records, now);
+      await this.afterChange(trx, send.accountId, changed, outcomes);
+      await this.deps.jobs.settle(
+        trx,
+        send.accountId,
+        send.jobId,
+        send.lease,
+        retryReason === ''
+          ? { done: true }
+          : {
+              done: false,
+              retryAt: new Date(
+                now.getTime() + Math.max(retryAfterMs, SEND_RETRY_DELAYS_MS[send.attempt - 1]!),
+              ),
+              error: retryReason,
+            },
+      );
+      return changed;
+    });
+    const byId = new Map(rows.map((c) => [c.row.id, c.row]));
+    const results = new Map<string, SendResult>();
+    for (const [id, outcome] of outcomes) results.set(id, { row: byId.get(id) ?? null, outcome });
+    return results;
+  }
+
+  /** Marks these messages failed if still queued, with their events, in the caller's transaction. */
+  async recordFailures(trx: Tx, accountId: string, ids: string[], reason: string): Promise<void> {
+    const now = this.deps.clock.now();
+    const changed = await this.deps.messages.recordOutcomes(
+      trx,
+      accountId,
+      ids.map((id) => ({ id, status: 'failed' as const, reason })),
+      now,
+    );
+    await this.afterChange(trx, accountId, changed, new Map());
+  }
+
+  /** Events, the sandbox's simulated reports and the observer, in the recording transaction. */
+  private async afterChange(
+    trx: Tx,
+    accountId: string,
+    changed: { row: MessageRow; from: MessageRow['status'] }[],
+    outcomes: Map<string, SendOutcome>,
+  ): Promise<void> {
+    const reports = [];
+    for (const { row } of changed) {
+      if (row.status === 'failed') {
+        await this.deps.outbox.record(trx, accountId, 'message.failed', toMessage(row));
+      }
+      const outcome = outcomes.get(row.id);
+      if (outcome?.status === 'accepted' && outcome.simulatedReports) {
+        for (const r of outcome.simulatedReports) {
+          reports.push({
+            accountId,
+            kind: 'sandbox.status' as const,
+            payload: {
+              v: 1 as const,
+              message_id: row.id,
+              status: r.status,
+              ...(r.reason ? { reason: r.reason } : {}),
+            },
+            delayMs: r.afterMs,
+          });
+        }
+      }
+    }
+    await this.deps.jobs.enqueueMany(trx, reports);
+    if (changed.length > 0) await this.deps.observer.outboundChanged(trx, accountId, changed);
+  }
+}
