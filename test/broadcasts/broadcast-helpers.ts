@@ -168,6 +168,7 @@ export interface BroadcastJson {
   message: Record<string, unknown>;
   status: string;
   stats: { sent: number; delivered: number; read: number; replied: number; failed: number };
+  failure_reason: string | null;
   scheduled_at: string | null;
   created_at: string;
 }
