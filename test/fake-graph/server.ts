@@ -67,6 +67,8 @@ export interface InjectedFailure {
   status: number;
   error: Partial<GraphErrorBody> & { code: number };
   headers?: Record<string, string>;
+  /** Answer these bytes instead of Graph's envelope (a proxy's HTML error page, say). */
+  rawBody?: string;
 }
 
 export interface PhoneNumberAsset {
@@ -434,7 +436,12 @@ export class FakeGraph {
       }
       const injected = this.take(this.failures, recorded);
       let reply: Reply | { raw: Buffer; mimeType: string };
-      if (injected) {
+      if (injected?.failure.rawBody !== undefined) {
+        reply = new Reply(injected.failure.status, injected.failure.rawBody, {
+          'content-type': 'text/html',
+          ...injected.failure.headers,
+        });
+      } else if (injected) {
         const r = graphError(injected.failure.status, injected.failure.error);
         reply = new Reply(r.status, r.body, injected.failure.headers);
       } else {
@@ -447,7 +454,7 @@ export class FakeGraph {
       const send = () => {
         if (res.destroyed) return;
         if (reply instanceof Reply) {
-          const body = JSON.stringify(reply.body);
+          const body = typeof reply.body === 'string' ? reply.body : JSON.stringify(reply.body);
           res.writeHead(reply.status, {
             'content-type': 'application/json; charset=UTF-8',
             'content-length': Buffer.byteLength(body),
