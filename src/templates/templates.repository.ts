@@ -34,6 +34,41 @@ export class TemplatesRepository {
       .executeTakeFirst();
   }
 
+  async findByProviderId(
+    accountId: string,
+    providerTemplateId: string,
+    trx: Tx | Db = this.db,
+  ): Promise<TemplateRow | undefined> {
+    return trx
+      .selectFrom('templates')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .where('provider_template_id', '=', providerTemplateId)
+      .executeTakeFirst();
+  }
+
+  /** Overwrites what the provider decides (status, body, its id…) on one template. */
+  async update(
+    trx: Tx | Db,
+    accountId: string,
+    id: string,
+    changes: Partial<
+      Pick<
+        TemplateRow,
+        'status' | 'body' | 'category' | 'provider_template_id' | 'rejection_reason'
+      >
+    >,
+    now: Date,
+  ): Promise<TemplateRow | undefined> {
+    return trx
+      .updateTable('templates')
+      .set({ ...changes, updated_at: now })
+      .where('account_id', '=', accountId)
+      .where('id', '=', id)
+      .returningAll()
+      .executeTakeFirst();
+  }
+
   async list(
     accountId: string,
     page: PageRequest,

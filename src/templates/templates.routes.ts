@@ -3,7 +3,12 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { pageRequest } from '../http/pagination.js';
 import { IdParams, Page, Success, errorResponses } from '../http/schemas.js';
 import type { TemplatesService } from './templates.service.js';
-import { CreateTemplateBody, ListTemplatesQuery, Template } from './templates.schema.js';
+import {
+  CreateTemplateBody,
+  ListTemplatesQuery,
+  SyncTemplatesResult,
+  Template,
+} from './templates.schema.js';
 
 export function templatesRoutes(app: FastifyInstance, templates: TemplatesService): void {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
@@ -20,6 +25,18 @@ export function templatesRoutes(app: FastifyInstance, templates: TemplatesServic
     },
     handler: async (req, reply) =>
       reply.code(201).send(await templates.create(req.scope, req.body)),
+  });
+  r.post('/templates/sync', {
+    schema: {
+      tags,
+      operationId: 'syncTemplates',
+      summary: "Import the templates Meta holds for the account's WhatsApp Business Account",
+      description:
+        'Only on an account whose whatsapp channel is connected to whatsapp_cloud (else 422). ' +
+        "Templates are matched by Meta id, else by name; their status, body and category become Meta's.",
+      response: { 200: SyncTemplatesResult, ...errorResponses(422, 503) },
+    },
+    handler: (req) => templates.sync(req.scope),
   });
   r.get('/templates', {
     schema: {

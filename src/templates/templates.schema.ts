@@ -44,3 +44,19 @@ export const ReviewTemplateBody = Type.Object(
 );
 
 export const ListTemplatesQuery = Type.Object({ ...PageQuery }, { additionalProperties: false });
+
+export const SyncTemplatesResult = Type.Object(
+  {
+    created: Type.Integer({ description: 'Templates imported from Meta that were new here.' }),
+    updated: Type.Integer({
+      description: "Templates whose status, body or category became Meta's.",
+    }),
+    unchanged: Type.Integer(),
+    skipped: Type.Array(
+      Type.Object({ name: Type.String(), language: Type.String(), reason: Type.String() }),
+      { description: 'Templates of Meta that were not imported, and why.' },
+    ),
+  },
+  { $id: 'SyncTemplatesResult' },
+);
+export type SyncTemplatesResult = Static<typeof SyncTemplatesResult>;

@@ -5,9 +5,12 @@ import type { Scope, Transactor } from '../db/transactor.js';
 import { AppError, Conflict, NotFound } from '../errors.js';
 import type { PageRequest, PageResult } from '../http/pagination.js';
 import { newId } from '../ids.js';
+import { templateReasonOf, templateStatusOfEvent } from '../channels/whatsapp/templates.js';
+import type { TemplateStatus } from '../db/schema.js';
+import type { TemplateProviderLookup } from './provider-templates.js';
 import { placeholderCount, renderTemplate } from './render.js';
 import type { TemplateRow, TemplatesRepository } from './templates.repository.js';
-import type { CreateTemplateBody, Template } from './templates.schema.js';
+import type { CreateTemplateBody, SyncTemplatesResult, Template } from './templates.schema.js';
 
 const toTemplate = (r: TemplateRow): Template => ({
   id: r.id,
@@ -19,23 +22,51 @@ const toTemplate = (r: TemplateRow): Template => ({
   created_at: r.created_at.toISOString(),
 });
 
+const notConnected = () =>
+  new AppError(
+    'validation_error',
+    'templates come from Meta only when the whatsapp channel is connected to whatsapp_cloud',
+    422,
+    [{ field: 'channel', issue: 'whatsapp is not connected to whatsapp_cloud' }],
+  );
+
 export class TemplatesService {
   constructor(
-    private readonly deps: { tx: Transactor; templates: TemplatesRepository; clock: Clock },
+    private readonly deps: {
+      tx: Transactor;
+      templates: TemplatesRepository;
+      clock: Clock;
+      /**
+       * The account's WhatsApp Cloud templates when its whatsapp channel is connected to
+       * whatsapp_cloud; absent or null means templates are ours alone (the sandbox reviews them).
+       */
+      whatsappTemplates?: TemplateProviderLookup;
+    },
   ) {}
 
   async create(scope: Scope, input: CreateTemplateBody): Promise<Template> {
     placeholderCount(input.body);
+    const language = input.language ?? 'en';
+    const category = input.category ?? 'utility';
+    let submitted: { providerTemplateId: string; status: TemplateStatus } | null = null;
+    const provider = await this.deps.whatsappTemplates?.(scope.accountId);
+    if (provider) {
+      // Checked before Meta hears of it, so that a name we already use is not submitted.
+      if (await this.deps.templates.findByName(scope.accountId, input.name))
+        throw new Conflict(`a template named ${input.name} already exists`);
+      // Outside the transaction: no connection is held while Meta answers.
+      submitted = await provider.submit({ name: input.name, language, category, body: input.body });
+    }
     const now = this.deps.clock.now();
     const row: TemplateRow = {
       account_id: scope.accountId,
       id: newId('tpl'),
       name: input.name,
-      language: input.language ?? 'en',
-      category: input.category ?? 'utility',
+      language,
+      category,
       body: input.body,
-      status: 'pending',
-      provider_template_id: null,
+      status: submitted?.status ?? 'pending',
+      provider_template_id: submitted?.providerTemplateId ?? null,
       rejection_reason: null,
       created_at: now,
       updated_at: now,
@@ -70,8 +101,138 @@ export class TemplatesService {
     return { success: true };
   }
 
+  /**
+   * Imports the templates Meta holds for the account's WhatsApp Business Account: a template is
+   * matched by Meta's id, else by name (the name is unique in an account); its status, body and
+   * category become Meta's. A name we already hold in another language is skipped and reported.
+   */
+  async sync(scope: Scope): Promise<SyncTemplatesResult> {
+    const provider = await this.deps.whatsappTemplates?.(scope.accountId);
+    if (!provider) throw notConnected();
+    const { templates, skipped } = await provider.list();
+    const result: SyncTemplatesResult = {
+      created: 0,
+      updated: 0,
+      unchanged: 0,
+      skipped: skipped.map((s) => ({ ...s })),
+    };
+    const now = this.deps.clock.now();
+    return this.deps.tx.run(scope, async (trx) => {
+      for (const t of templates) {
+        const existing =
+          (await this.deps.templates.findByProviderId(
+            scope.accountId,
+            t.providerTemplateId,
+            trx,
+          )) ?? (await this.deps.templates.findByName(scope.accountId, t.name, trx));
+        if (!existing) {
+          await this.deps.templates.insert(trx, {
+            account_id: scope.accountId,
+            id: newId('tpl'),
+            name: t.name,
+            language: t.language,
+            category: t.category,
+            body: t.body,
+            status: t.status,
+            provider_template_id: t.providerTemplateId,
+            rejection_reason: t.rejectionReason,
+            created_at: now,
+            updated_at: now,
+          });
+          result.created++;
+          continue;
+        }
+        if (existing.name !== t.name || existing.language !== t.language) {
+          result.skipped.push({
+            name: t.name,
+            language: t.language,
+            reason: `the name ${existing.name} is already used by a template in ${existing.language}`,
+          });
+          continue;
+        }
+        const same =
+          existing.status === t.status &&
+          existing.body === t.body &&
+          existing.category === t.category &&
+          existing.provider_template_id === t.providerTemplateId &&
+          existing.rejection_reason === t.rejectionReason;
+        if (same) {
+          result.unchanged++;
+          continue;
+        }
+        await this.deps.templates.update(
+          trx,
+          scope.accountId,
+          existing.id,
+          {
+            status: t.status,
+            body: t.body,
+            category: t.category,
+            provider_template_id: t.providerTemplateId,
+            rejection_reason: t.rejectionReason,
+          },
+          now,
+        );
+        result.updated++;
+      }
+      return result;
+    });
+  }
+
+  /**
+   * Meta's verdict from a `message_template_status_update` webhook (`event` and `reason` as Meta
+   * sends them). Finds the template by Meta's id, else by name and language; answers the
+   * updated template, or null when we hold no such template or the event changes nothing.
+   */
+  async applyProviderStatus(
+    accountId: string,
+    update: {
+      providerTemplateId: string | null;
+      name: string | null;
+      language: string | null;
+      event: string;
+      reason?: string | null;
+    },
+    trx: Tx | Db = this.deps.tx.db,
+  ): Promise<Template | null> {
+    const status = templateStatusOfEvent(update.event);
+    if (status === null) return null;
+    let row = update.providerTemplateId
+      ? await this.deps.templates.findByProviderId(accountId, update.providerTemplateId, trx)
+      : undefined;
+    if (!row && update.name) {
+      const byName = await this.deps.templates.findByName(accountId, update.name, trx);
+      if (byName && (update.language === null || byName.language === update.language)) row = byName;
+    }
+    if (!row) return null;
+    const updated = await this.deps.templates.update(
+      trx,
+      accountId,
+      row.id,
+      {
+        status,
+        rejection_reason: status === 'rejected' ? templateReasonOf(update.reason) : null,
+        ...(row.provider_template_id === null && update.providerTemplateId
+          ? { provider_template_id: update.providerTemplateId }
+          : {}),
+      },
+      this.deps.clock.now(),
+    );
+    return updated ? toTemplate(updated) : null;
+  }
+
   /** The provider's verdict; in the sandbox it comes from the review endpoint. */
   async review(scope: Scope, id: string, status: 'approved' | 'rejected'): Promise<Template> {
+    const current = await this.deps.templates.find(scope.accountId, id);
+    if (!current) throw new NotFound('template', id);
+    if (current.provider_template_id !== null) {
+      throw new AppError(
+        'validation_error',
+        `template ${id} is reviewed by Meta: its status comes from Meta, not from the sandbox`,
+        422,
+        [{ field: 'id', issue: 'the template was submitted to Meta' }],
+      );
+    }
     return this.deps.tx.run(scope, async (trx) => {
       const row = await this.deps.templates.setStatus(
         scope.accountId,
