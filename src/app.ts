@@ -29,6 +29,13 @@ import type { ChannelProviders } from './channels/channel.js';
 import { SandboxProvider } from './channels/sandbox/sandbox.provider.js';
 import { sandboxRoutes } from './channels/sandbox/sandbox.routes.js';
 import { sandboxStatusJob } from './channels/sandbox/sandbox-status.job.js';
+import { ConnectionsRepository } from './channels/connections/connections.repository.js';
+import { connectionsRoutes } from './channels/connections/connections.routes.js';
+import { ConnectionsService } from './channels/connections/connections.service.js';
+import { ConnectionProviderResolver } from './channels/connections/provider-resolver.js';
+import { SecretBox } from './channels/connections/secret-box.js';
+import { GraphClient } from './channels/meta/graph-client.js';
+import type { ChannelProvider } from './channels/channel.js';
 import { ConversationsRepository } from './conversations/conversations.repository.js';
 import { conversationsRoutes } from './conversations/conversations.routes.js';
 import { ConversationsService } from './conversations/conversations.service.js';
@@ -71,6 +78,11 @@ export type AppConfig = Pick<
   | 'broadcastRatePerSecond'
   | 'broadcastBatchSize'
   | 'mediaFetchConcurrency'
+  | 'sandboxEnabled'
+  | 'metaGraphUrl'
+  | 'metaGraphVersion'
+  | 'publicUrl'
+  | 'secretsKey'
 >;
 
 export interface AppDeps {
@@ -100,6 +112,7 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
   const caches = {
     keys: new ReadCache<KeyOwner>({ maxEntries: 10_000, ttlMs: 60_000 }),
     contact: new ReadCache<Contact>({ maxEntries: 10_000, ttlMs: 60_000 }),
+    connection: new ReadCache<ChannelProvider>({ maxEntries: 10_000, ttlMs: 60_000 }),
   };
   const accounts = new AccountsService({
     db,
@@ -129,6 +142,29 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     webchat: sandbox,
     ...deps.providers,
   };
+  const graph = new GraphClient({ baseUrl: config.metaGraphUrl, version: config.metaGraphVersion });
+  const connectionsRepo = new ConnectionsRepository(db);
+  const secretBox = config.secretsKey ? new SecretBox(config.secretsKey) : null;
+  const resolver = new ConnectionProviderResolver({
+    connections: connectionsRepo,
+    secretBox,
+    sandbox,
+    sandboxEnabled: config.sandboxEnabled,
+    // Real providers register here (whatsapp_cloud: …) as their adapters land.
+    factories: {},
+    cache: caches.connection,
+    overrides: deps.providers,
+  });
+  const connections = new ConnectionsService({
+    tx,
+    connections: connectionsRepo,
+    graph,
+    secretBox,
+    clock,
+    publicUrl: config.publicUrl,
+    sandboxEnabled: config.sandboxEnabled,
+    changed: (accountId, channel) => resolver.forget(accountId, channel),
+  });
   const conversations = new ConversationsService({
     tx,
     conversations: conversationsRepo,
@@ -184,6 +220,9 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     sandbox,
     webhooks,
     broadcasts,
+    connections,
+    resolver,
+    graph,
     jobHandlers,
     caches,
     metrics,
@@ -214,6 +253,7 @@ export async function buildApp(
     frameworkErrors: answerRouterError,
   });
   app.setValidatorCompiler(validatorCompiler);
+  app.addHook('onClose', () => services.graph.close());
   installErrorHandlers(app);
   installInputGuard(app);
   app.addHook('onRequest', (request, reply, done) => {
@@ -292,6 +332,7 @@ export async function buildApp(
       sandboxRoutes(v1, services);
       webhooksRoutes(v1, services.webhooks);
       broadcastsRoutes(v1, services.broadcasts);
+      connectionsRoutes(v1, services.connections);
     },
     { prefix: '/v1' },
   );
