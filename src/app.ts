@@ -329,7 +329,7 @@ export async function buildApp(
       templatesRoutes(v1, services.templates);
       conversationsRoutes(v1, services.conversations);
       messagesRoutes(v1, services.messages);
-      sandboxRoutes(v1, services);
+      if (deps.config.sandboxEnabled) sandboxRoutes(v1, services);
       webhooksRoutes(v1, services.webhooks);
       broadcastsRoutes(v1, services.broadcasts);
       connectionsRoutes(v1, services.connections);
