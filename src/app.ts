@@ -273,7 +273,7 @@ export async function buildApp(
           'Customer messaging platform: contacts, conversations, messages, broadcasts and signed webhooks.',
         license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
       },
-      servers: [{ url: 'http://127.0.0.1:3000', description: 'Local service' }],
+      servers: [{ url: deps.config.publicUrl, description: 'This service (PUBLIC_URL)' }],
       components: {
         securitySchemes: {
           apiKey: {
