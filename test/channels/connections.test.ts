@@ -472,6 +472,27 @@ describe('PUT /v1/channels/{channel}', () => {
   });
 });
 
+describe('a refusal reported later', () => {
+  it('shows the connection in error until it is connected again', async () => {
+    const acc = await newAccount(t);
+    const first = (await put(acc, 'whatsapp', whatsappBody())).json<Record<string, unknown>>();
+    const said = '(#190) Error validating access token: Session has expired';
+    await t.services.connections.recordRefusal(acc.accountId, 'whatsapp', said);
+    const res = await acc.call({ method: 'GET', url: '/v1/channels/whatsapp' });
+    expect(res.json()).toEqual({
+      ...first,
+      status: 'error',
+      error: said,
+      updated_at: expect.stringMatching(ISO),
+    });
+    const again = await put(acc, 'whatsapp', whatsappBody());
+    expect(again.json()).toMatchObject({ id: first.id, status: 'active', error: null });
+    // Nothing to mark on an unconnected channel.
+    await t.services.connections.recordRefusal(acc.accountId, 'messenger', said);
+    expect(await row(acc.accountId, 'messenger')).toBeUndefined();
+  });
+});
+
 describe('DELETE /v1/channels/{channel}', () => {
   it('disconnects: back to the sandbox; a second time is a 404', async () => {
     const acc = await newAccount(t);
@@ -528,6 +549,19 @@ describe('secrets never leave', () => {
     await put(acc, 'messenger', whatsappBody());
     graph.failNext(MESSENGER.page_id, 1, META_ERRORS.somethingWentWrong);
     await put(acc, 'messenger', { provider: 'messenger', ...MESSENGER });
+    // Bodies the service cannot parse: the parser's message may quote the text it choked on.
+    await acc.call({
+      method: 'PUT',
+      url: '/v1/channels/whatsapp',
+      headers: { 'content-type': 'application/json' },
+      payload: `{"provider":"whatsapp_cloud","access_token":"${WA.access_token}",}`,
+    });
+    await acc.call({
+      method: 'PUT',
+      url: '/v1/channels/whatsapp',
+      headers: { 'content-type': 'text/plain' },
+      payload: WA.access_token,
+    });
     await acc.call({ method: 'DELETE', url: '/v1/channels/whatsapp' });
     // The capture works: the requests above were logged.
     expect(logged).toContain('/v1/channels/whatsapp');

@@ -63,6 +63,22 @@ export class ConnectionsRepository {
       .executeTakeFirstOrThrow();
   }
 
+  /** The provider refused the stored credentials (an expired token): shown until reconnected. */
+  async markRefused(
+    accountId: string,
+    channel: Channel,
+    error: string,
+    now: Date,
+  ): Promise<boolean> {
+    const r = await this.db
+      .updateTable('channel_connections')
+      .set({ status: 'error', error, updated_at: now })
+      .where('account_id', '=', accountId)
+      .where('channel', '=', channel)
+      .executeTakeFirst();
+    return r.numUpdatedRows > 0n;
+  }
+
   async remove(trx: Tx, accountId: string, channel: Channel): Promise<boolean> {
     const r = await trx
       .deleteFrom('channel_connections')

@@ -117,6 +117,21 @@ export class ConnectionsService {
     return { success: true };
   }
 
+  /**
+   * For the providers: the provider refused the credentials of a connection (an expired or
+   * revoked token), which then shows `status: "error"` and the provider's words until the
+   * channel is connected again. `error` must not contain a secret.
+   */
+  async recordRefusal(accountId: string, channel: Channel, error: string): Promise<void> {
+    const marked = await this.deps.connections.markRefused(
+      accountId,
+      channel,
+      error.slice(0, 1000),
+      this.deps.clock.now(),
+    );
+    if (marked) this.deps.changed(accountId, channel);
+  }
+
   private toConnection(row: ConnectionRow): Connection {
     return {
       id: row.id,
