@@ -25,11 +25,19 @@ import {
 import { installIdempotency } from './http/idempotency.js';
 import { installInputGuard } from './http/input-guard.js';
 import type { RateLimiter } from './http/rate-limiter.js';
-import type { ChannelProvider, ProviderResolver } from './channels/channel.js';
+import type { ChannelProvider } from './channels/channel.js';
 import type { Channel } from './db/schema.js';
 import { SandboxProvider } from './channels/sandbox/sandbox.provider.js';
 import { sandboxRoutes } from './channels/sandbox/sandbox.routes.js';
 import { sandboxStatusJob } from './channels/sandbox/sandbox-status.job.js';
+import { ConnectionsRepository } from './channels/connections/connections.repository.js';
+import { connectionsRoutes } from './channels/connections/connections.routes.js';
+import { ConnectionsService } from './channels/connections/connections.service.js';
+import { ConnectionProviderResolver } from './channels/connections/provider-resolver.js';
+import { SecretBox } from './channels/connections/secret-box.js';
+import { GraphClient } from './channels/meta/graph-client.js';
+import { WhatsAppCloudProvider } from './channels/whatsapp/whatsapp-cloud.provider.js';
+import { WhatsAppTemplates } from './channels/whatsapp/templates.js';
 import { ConversationsRepository } from './conversations/conversations.repository.js';
 import { conversationsRoutes } from './conversations/conversations.routes.js';
 import { ConversationsService } from './conversations/conversations.service.js';
@@ -75,6 +83,11 @@ export type AppConfig = Pick<
   | 'broadcastRatePerSecond'
   | 'broadcastBatchSize'
   | 'mediaFetchConcurrency'
+  | 'sandboxEnabled'
+  | 'metaGraphUrl'
+  | 'metaGraphVersion'
+  | 'publicUrl'
+  | 'secretsKey'
 >;
 
 export interface AppDeps {
@@ -106,6 +119,7 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
   const caches = {
     keys: new ReadCache<KeyOwner>({ maxEntries: 10_000, ttlMs: 60_000 }),
     contact: new ReadCache<Contact>({ maxEntries: 10_000, ttlMs: 60_000 }),
+    connection: new ReadCache<ChannelProvider>({ maxEntries: 10_000, ttlMs: 60_000 }),
   };
   const accounts = new AccountsService({
     db,
@@ -121,26 +135,65 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     cache: caches.contact,
   });
   const users = new UsersService({ tx, users: usersRepo, clock });
-  const templates = new TemplatesService({ tx, templates: new TemplatesRepository(db), clock });
   const sandbox = new SandboxProvider({
     autoAdvance: config.sandboxAutoAdvance,
     deliveredAfterMs: config.sandboxDeliveredAfterMs,
     readAfterMs: config.sandboxReadAfterMs,
   });
-  const overrides = deps.providers ?? {};
-  const providers: ProviderResolver = {
-    resolve: (_accountId, channel) => Promise.resolve(overrides[channel] ?? sandbox),
-  };
+  const graph = new GraphClient({ baseUrl: config.metaGraphUrl, version: config.metaGraphVersion });
+  const connectionsRepo = new ConnectionsRepository(db);
+  const secretBox = config.secretsKey ? new SecretBox(config.secretsKey) : null;
+  const resolver = new ConnectionProviderResolver({
+    connections: connectionsRepo,
+    secretBox,
+    sandbox,
+    sandboxEnabled: config.sandboxEnabled,
+    factories: {
+      whatsapp_cloud: ({ row, secrets }) =>
+        new WhatsAppCloudProvider({
+          graph,
+          phoneNumberId: String(row.settings.phone_number_id),
+          accessToken: secrets.access_token!,
+        }),
+    },
+    cache: caches.connection,
+    overrides: deps.providers,
+  });
+  const connections = new ConnectionsService({
+    tx,
+    connections: connectionsRepo,
+    graph,
+    secretBox,
+    clock,
+    publicUrl: config.publicUrl,
+    sandboxEnabled: config.sandboxEnabled,
+    changed: (accountId, channel) => resolver.forget(accountId, channel),
+  });
   const broadcastStats = new BroadcastStats({ broadcasts: broadcastsRepo, clock });
   const pipeline = new SendPipeline({
     db,
     messages: messagesRepo,
-    providers,
+    providers: resolver,
     jobs,
     outbox,
     metrics,
     clock,
     observer: broadcastStats,
+  });
+  const templates = new TemplatesService({
+    tx,
+    templates: new TemplatesRepository(db),
+    clock,
+    // Templates of an account whose WhatsApp is connected to the Cloud API are Meta's.
+    whatsappTemplates: async (accountId) => {
+      const row = await connectionsRepo.findByChannel(accountId, 'whatsapp');
+      if (!row || row.provider !== 'whatsapp_cloud' || !row.secrets || !secretBox) return null;
+      return new WhatsAppTemplates({
+        graph,
+        businessAccountId: String(row.settings.business_account_id),
+        accessToken: secretBox.open(row.secrets).access_token!,
+      });
+    },
   });
   const conversations = new ConversationsService({
     tx,
@@ -156,7 +209,7 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     conversations: conversationsRepo,
     contacts,
     templates,
-    providers,
+    providers: resolver,
     pipeline,
     jobs,
     observer: broadcastStats,
@@ -180,7 +233,7 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     tx,
     broadcasts: broadcastsRepo,
     messages,
-    providers,
+    providers: resolver,
     templates,
     jobs,
     outbox,
@@ -204,6 +257,9 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     sandbox,
     webhooks,
     broadcasts,
+    connections,
+    resolver,
+    graph,
     jobHandlers,
     caches,
     metrics,
@@ -234,6 +290,7 @@ export async function buildApp(
     frameworkErrors: answerRouterError,
   });
   app.setValidatorCompiler(validatorCompiler);
+  app.addHook('onClose', () => services.graph.close());
   installErrorHandlers(app);
   installInputGuard(app);
   app.addHook('onRequest', (request, reply, done) => {
@@ -253,7 +310,7 @@ export async function buildApp(
           'Customer messaging platform: contacts, conversations, messages, broadcasts and signed webhooks.',
         license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
       },
-      servers: [{ url: 'http://127.0.0.1:3000', description: 'Local service' }],
+      servers: [{ url: deps.config.publicUrl, description: 'This service (PUBLIC_URL)' }],
       components: {
         securitySchemes: {
           apiKey: {
@@ -309,9 +366,10 @@ export async function buildApp(
       templatesRoutes(v1, services.templates);
       conversationsRoutes(v1, services.conversations);
       messagesRoutes(v1, services.messages);
-      sandboxRoutes(v1, services);
+      if (deps.config.sandboxEnabled) sandboxRoutes(v1, services);
       webhooksRoutes(v1, services.webhooks);
       broadcastsRoutes(v1, services.broadcasts);
+      connectionsRoutes(v1, services.connections);
     },
     { prefix: '/v1' },
   );

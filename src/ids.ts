@@ -16,7 +16,8 @@ export type IdPrefix =
   | 'team'
   | 'tpl'
   | 'job'
-  | 'dlv';
+  | 'dlv'
+  | 'chn';
 
 /** A prefixed id whose text order is its creation order (ULID, monotonic within a process). */
 export function newId(prefix: IdPrefix): string {

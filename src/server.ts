@@ -9,6 +9,8 @@ import { MemoryRateLimiter, RedisRateLimiter, type RateLimiter } from './http/ra
 import { schedulePruning } from './http/idempotency.js';
 import { JobRunner } from './jobs/job-runner.js';
 import { WebhookDispatcher } from './webhooks/webhook-dispatcher.js';
+import { loadSecretsKey } from './channels/connections/secrets-key.js';
+import { CONNECTION_TOPIC } from './channels/connections/provider-resolver.js';
 
 export interface Store {
   db: Db;
@@ -54,6 +56,7 @@ export function listenForChanges(
   const feed = new CacheFeed({ url, log });
   feed.subscribe('keys', services.caches.keys);
   feed.subscribe('contact', services.caches.contact);
+  feed.subscribe(CONNECTION_TOPIC, services.caches.connection);
   return feed;
 }
 
@@ -83,7 +86,8 @@ export async function startService(
       })
     : new MemoryRateLimiter();
   const { app, services } = await buildApp({
-    config,
+    // The embedded default generates its key into DATA_DIR on the first start.
+    config: { ...config, secretsKey: await loadSecretsKey(config) },
     db: store.db,
     rateLimiter,
     clock: systemClock,

@@ -1,4 +1,4 @@
-import type { Selectable } from 'kysely';
+import { sql, type Selectable } from 'kysely';
 import type { Db, Tx } from '../../db/database.js';
 import type { Channel, ChannelConnectionsTable } from '../../db/schema.js';
 
@@ -38,7 +38,10 @@ export class ConnectionsRepository {
       .executeTakeFirst();
   }
 
-  /** Connects the channel, or replaces its connection's settings (keeping its id). */
+  /**
+   * Connects the channel, or replaces its connection's settings, keeping its id and its verify
+   * token (Meta's dashboard holds a copy of the token; two racing first connections keep one).
+   */
   async upsert(trx: Tx, row: ConnectionRow): Promise<ConnectionRow> {
     return trx
       .insertInto('channel_connections')
@@ -50,12 +53,30 @@ export class ConnectionsRepository {
           error: row.error,
           settings: JSON.stringify(row.settings),
           secrets: row.secrets,
-          verify_token: row.verify_token,
+          verify_token: sql<
+            string | null
+          >`coalesce(channel_connections.verify_token, excluded.verify_token)`,
           updated_at: row.updated_at,
         }),
       )
       .returningAll()
       .executeTakeFirstOrThrow();
+  }
+
+  /** The provider refused the stored credentials (an expired token): shown until reconnected. */
+  async markRefused(
+    accountId: string,
+    channel: Channel,
+    error: string,
+    now: Date,
+  ): Promise<boolean> {
+    const r = await this.db
+      .updateTable('channel_connections')
+      .set({ status: 'error', error, updated_at: now })
+      .where('account_id', '=', accountId)
+      .where('channel', '=', channel)
+      .executeTakeFirst();
+    return r.numUpdatedRows > 0n;
   }
 
   async remove(trx: Tx, accountId: string, channel: Channel): Promise<boolean> {

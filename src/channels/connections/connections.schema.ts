@@ -1,0 +1,107 @@
+import { Type, type Static } from 'typebox';
+import { CHANNELS } from '../channel.js';
+import { Nullable, Timestamp } from '../../http/schemas.js';
+
+export const ChannelParams = Type.Object({
+  channel: Type.Enum(CHANNELS, { description: 'One of whatsapp, instagram, messenger, webchat.' }),
+});
+
+export const Connection = Type.Object(
+  {
+    id: Nullable(Type.String({ description: 'Prefixed `chn_`; null while not connected.' })),
+    channel: Type.Enum(CHANNELS),
+    provider: Nullable(
+      Type.Enum(['sandbox', 'whatsapp_cloud', 'messenger', 'instagram', 'webchat'] as const, {
+        description:
+          '`sandbox` for an unconnected channel while the sandbox is enabled; null when it is not.',
+      }),
+    ),
+    status: Type.Enum(['active', 'error', 'not_connected'] as const, {
+      description: '`error` after the provider refused our credentials (see `error`).',
+    }),
+    error: Nullable(
+      Type.String({ description: "The provider's last refusal of the credentials." }),
+    ),
+    settings: Type.Object(
+      {},
+      {
+        additionalProperties: true,
+        description:
+          'What was given and what the provider told us (ids, phone number, names); never a secret.',
+      },
+    ),
+    webhook_url: Nullable(
+      Type.String({ description: "Paste into the provider's dashboard as the callback URL." }),
+    ),
+    verify_token: Nullable(
+      Type.String({ description: "Paste into the provider's dashboard as the verify token." }),
+    ),
+    created_at: Nullable(Timestamp),
+    updated_at: Nullable(Timestamp),
+  },
+  { $id: 'Connection' },
+);
+export type Connection = Static<typeof Connection>;
+
+// Graph ids are digits; tokens and secrets are opaque but bounded, and never echoed back.
+const GraphId = (description: string) =>
+  Type.String({ minLength: 1, maxLength: 64, pattern: '^[0-9]+$', description });
+const Secret = (description: string) =>
+  Type.String({ minLength: 1, maxLength: 4096, description: `${description} Write-only.` });
+
+export const WhatsAppConnectBody = Type.Object(
+  {
+    provider: Type.Literal('whatsapp_cloud'),
+    phone_number_id: GraphId('The phone number id of the WhatsApp Business Account.'),
+    business_account_id: GraphId('The WhatsApp Business Account id (templates live there).'),
+    access_token: Secret('A system user access token with whatsapp_business_messaging.'),
+    app_secret: Secret("The Meta app's secret; signs the webhooks Meta sends."),
+  },
+  { additionalProperties: false, title: 'WhatsApp Cloud API' },
+);
+
+export const MessengerConnectBody = Type.Object(
+  {
+    provider: Type.Literal('messenger'),
+    page_id: GraphId('The Facebook Page id.'),
+    page_access_token: Secret('A Page access token with pages_messaging.'),
+    app_secret: Secret("The Meta app's secret; signs the webhooks Meta sends."),
+  },
+  { additionalProperties: false, title: 'Messenger' },
+);
+
+export const InstagramConnectBody = Type.Object(
+  {
+    provider: Type.Literal('instagram'),
+    page_id: GraphId('The Facebook Page linked to the Instagram professional account.'),
+    instagram_account_id: GraphId('The Instagram professional account id.'),
+    page_access_token: Secret('A Page access token with instagram_manage_messages.'),
+    app_secret: Secret("The Meta app's secret; signs the webhooks Meta sends."),
+  },
+  { additionalProperties: false, title: 'Instagram' },
+);
+
+export const WebchatConnectBody = Type.Object(
+  {
+    provider: Type.Literal('webchat'),
+    allowed_origins: Type.Array(Type.String({ maxLength: 2048 }), { maxItems: 100 }),
+    identity_verification: Type.Enum(['off', 'required'] as const),
+    title: Type.Optional(Type.String({ maxLength: 200 })),
+    greeting: Type.Optional(Type.String({ maxLength: 1000 })),
+    color: Type.Optional(Type.String({ maxLength: 32 })),
+    rotate_identity_secret: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false, title: 'Webchat (not yet supported)' },
+);
+
+export const ConnectBody = Type.Union(
+  [WhatsAppConnectBody, MessengerConnectBody, InstagramConnectBody, WebchatConnectBody],
+  {
+    description:
+      'The provider and its credentials; `provider` must fit the channel (whatsapp: `whatsapp_cloud`, messenger: `messenger`, instagram: `instagram`, webchat: `webchat`).',
+  },
+);
+export type ConnectBody = Static<typeof ConnectBody>;
+export type WhatsAppConnectBody = Static<typeof WhatsAppConnectBody>;
+export type MessengerConnectBody = Static<typeof MessengerConnectBody>;
+export type InstagramConnectBody = Static<typeof InstagramConnectBody>;

@@ -1,0 +1,169 @@
+import { randomBytes } from 'node:crypto';
+import type { Clock } from '../../clock.js';
+import type { Channel, ConnectionProvider } from '../../db/schema.js';
+import type { Scope, Transactor } from '../../db/transactor.js';
+import { AppError } from '../../errors.js';
+import type { PageResult } from '../../http/pagination.js';
+import { newId } from '../../ids.js';
+import { CHANNELS } from '../channel.js';
+import type { GraphClient } from '../meta/graph-client.js';
+import type { ConnectionRow, ConnectionsRepository } from './connections.repository.js';
+import type { ConnectBody, Connection } from './connections.schema.js';
+import { checkMetaCredentials } from './meta-credentials.js';
+import type { SecretBox } from './secret-box.js';
+
+/** The one provider that can connect each channel. */
+const PROVIDER_OF: Record<Channel, ConnectionProvider> = {
+  whatsapp: 'whatsapp_cloud',
+  messenger: 'messenger',
+  instagram: 'instagram',
+  webchat: 'webchat',
+};
+
+/** A verify token Meta echoes in its webhook handshake: 32 random bytes, URL-safe. */
+export function newVerifyToken(): string {
+  return randomBytes(32).toString('base64url');
+}
+
+export class ConnectionsService {
+  constructor(
+    private readonly deps: {
+      tx: Transactor;
+      connections: ConnectionsRepository;
+      graph: GraphClient;
+      /** Seals the secrets; null without SECRETS_KEY, and then no real provider can connect. */
+      secretBox: SecretBox | null;
+      clock: Clock;
+      /** PUBLIC_URL, the base of every webhook_url. */
+      publicUrl: string;
+      sandboxEnabled: boolean;
+      /** Told after a connection of this process changed (the resolver forgets its provider). */
+      changed: (accountId: string, channel: Channel) => void;
+    },
+  ) {}
+
+  async list(scope: Scope): Promise<PageResult<Connection>> {
+    const rows = await this.deps.connections.listForAccount(scope.accountId);
+    const data = CHANNELS.map((channel) => {
+      const row = rows.find((r) => r.channel === channel);
+      return row ? this.toConnection(row) : this.unconnected(channel);
+    });
+    return { data, total: data.length, page: 1 };
+  }
+
+  async get(scope: Scope, channel: Channel): Promise<Connection> {
+    const row = await this.deps.connections.findByChannel(scope.accountId, channel);
+    return row ? this.toConnection(row) : this.unconnected(channel);
+  }
+
+  /** Connects the channel, or replaces its credentials; the id and verify token stay. */
+  async connect(scope: Scope, channel: Channel, body: ConnectBody): Promise<Connection> {
+    if (body.provider !== PROVIDER_OF[channel]) {
+      throw new AppError(
+        'validation_error',
+        `provider ${body.provider} cannot connect the ${channel} channel; use ${PROVIDER_OF[channel]}`,
+        422,
+        [{ field: 'provider', issue: `must be ${PROVIDER_OF[channel]} on ${channel}` }],
+      );
+    }
+    if (body.provider === 'webchat') {
+      throw new AppError(
+        'validation_error',
+        'webchat connections are not yet supported by this version',
+        422,
+        [{ field: 'provider', issue: 'webchat is not yet supported' }],
+      );
+    }
+    const box = this.deps.secretBox;
+    if (!box) {
+      throw new AppError(
+        'validation_error',
+        'SECRETS_KEY must be set before connecting a real provider: its credentials are stored encrypted under it',
+        422,
+        [{ field: 'provider', issue: 'the service has no SECRETS_KEY' }],
+      );
+    }
+    // Graph is asked before the transaction: no lock or pooled connection waits on the network.
+    const checked = await checkMetaCredentials(this.deps.graph, body);
+    const row = await this.deps.tx.run(scope, async (trx) => {
+      const now = this.deps.clock.now();
+      return this.deps.connections.upsert(trx, {
+        account_id: scope.accountId,
+        id: newId('chn'),
+        channel,
+        provider: body.provider,
+        status: 'active',
+        error: null,
+        settings: checked.settings,
+        secrets: box.seal(checked.secrets),
+        verify_token: newVerifyToken(),
+        created_at: now,
+        updated_at: now,
+      });
+    });
+    this.deps.changed(scope.accountId, channel);
+    return this.toConnection(row);
+  }
+
+  /** Disconnects the channel: back to the sandbox, or to unconnected without it. */
+  async disconnect(scope: Scope, channel: Channel): Promise<{ success: true }> {
+    const removed = await this.deps.tx.run(scope, (trx) =>
+      this.deps.connections.remove(trx, scope.accountId, channel),
+    );
+    if (!removed) {
+      throw new AppError('not_found', `the ${channel} channel is not connected`);
+    }
+    this.deps.changed(scope.accountId, channel);
+    return { success: true };
+  }
+
+  /**
+   * For the providers: the provider refused the credentials of a connection (an expired or
+   * revoked token), which then shows `status: "error"` and the provider's words until the
+   * channel is connected again. `error` must not contain a secret.
+   */
+  async recordRefusal(accountId: string, channel: Channel, error: string): Promise<void> {
+    const marked = await this.deps.connections.markRefused(
+      accountId,
+      channel,
+      error.slice(0, 1000),
+      this.deps.clock.now(),
+    );
+    if (marked) this.deps.changed(accountId, channel);
+  }
+
+  private toConnection(row: ConnectionRow): Connection {
+    return {
+      id: row.id,
+      channel: row.channel,
+      provider: row.provider,
+      status: row.status,
+      error: row.error,
+      settings: row.settings,
+      webhook_url: `${this.deps.publicUrl}/channels/${row.id}/webhook`,
+      verify_token: row.verify_token,
+      created_at: row.created_at.toISOString(),
+      updated_at: row.updated_at.toISOString(),
+    };
+  }
+
+  /**
+   * A channel without a connection. It has no id, no webhook and no dates (nothing was ever
+   * made), and empty settings; its provider is the one that sends on it, the sandbox, or null
+   * when the sandbox is disabled and sending there is refused.
+   */
+  private unconnected(channel: Channel): Connection {
+    return {
+      id: null,
+      channel,
+      provider: this.deps.sandboxEnabled ? 'sandbox' : null,
+      status: 'not_connected',
+      error: null,
+      settings: {},
+      webhook_url: null,
+      verify_token: null,
+      created_at: null,
+      updated_at: null,
+    };
+  }
+}
