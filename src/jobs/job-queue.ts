@@ -12,6 +12,8 @@ export interface JobPayloads {
   };
   /** Starts a scheduled broadcast at its time, then sends it batch by batch. */
   'broadcast.send': { v: 1; broadcast_id: string };
+  /** Processes one stored provider webhook (inbound_webhooks row) of the job's account. */
+  'channel.inbound': { v: 1; webhook_id: string };
 }
 export type JobKind = keyof JobPayloads;
 
