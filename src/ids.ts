@@ -16,7 +16,9 @@ export type IdPrefix =
   | 'team'
   | 'tpl'
   | 'job'
-  | 'dlv';
+  | 'dlv'
+  | 'iwh'
+  | 'med';
 
 /** A prefixed id whose text order is its creation order (ULID, monotonic within a process). */
 export function newId(prefix: IdPrefix): string {
