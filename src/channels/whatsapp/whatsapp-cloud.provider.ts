@@ -1,0 +1,58 @@
+import type { ChannelProvider, OutboundMessage, SendOutcome } from '../channel.js';
+import { GraphError, classifyGraphError, type GraphClient } from '../meta/graph-client.js';
+import { buildWhatsAppRequest } from './requests.js';
+
+export interface WhatsAppCloudOptions {
+  graph: GraphClient;
+  phoneNumberId: string;
+  accessToken: string;
+}
+
+/** Meta's answer to a send: `messages[0].id` (a `wamid.…`) names the message in status webhooks. */
+interface SendAnswer {
+  messaging_product?: string;
+  contacts?: Array<{ input?: string; wa_id?: string }>;
+  messages?: Array<{ id?: unknown }>;
+}
+
+/** Sends through the WhatsApp Cloud API of one connected phone number. */
+export class WhatsAppCloudProvider implements ChannelProvider {
+  readonly name = 'whatsapp_cloud';
+
+  constructor(private readonly opts: WhatsAppCloudOptions) {}
+
+  async send(message: OutboundMessage, signal: AbortSignal): Promise<SendOutcome> {
+    const request = buildWhatsAppRequest(message);
+    if (!request.ok) return { status: 'failed', reason: request.reason };
+    let answer: SendAnswer;
+    try {
+      answer = await this.opts.graph.call<SendAnswer>(
+        'POST',
+        `${encodeURIComponent(this.opts.phoneNumberId)}/messages`,
+        { token: this.opts.accessToken, json: request.body, signal },
+      );
+    } catch (err) {
+      if (!(err instanceof GraphError)) throw err;
+      return outcomeOfError(err);
+    }
+    const id = answer.messages?.[0]?.id;
+    // Meta took the request, so sending it again could deliver it twice: without an id to track
+    // it by, the message is failed rather than retried.
+    if (typeof id !== 'string' || id === '')
+      return { status: 'failed', reason: 'WhatsApp accepted the message without a message id' };
+    return { status: 'accepted', providerMessageId: id };
+  }
+}
+
+/** Graph's refusal in our terms: throttling and transient faults are retried, the rest is final. */
+export function outcomeOfError(err: GraphError): SendOutcome {
+  switch (classifyGraphError(err)) {
+    case 'throttled':
+    case 'transient':
+      return err.retryAfterMs === null
+        ? { status: 'retry', reason: err.describe() }
+        : { status: 'retry', reason: err.describe(), afterMs: err.retryAfterMs };
+    case 'final':
+      return { status: 'failed', reason: err.describe() };
+  }
+}
