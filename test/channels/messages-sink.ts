@@ -120,7 +120,11 @@ export class TestMessagesSink implements InboundSink {
 
   async applyProviderStatus(
     scope: Scope,
-    update: { providerMessageId: string; status: 'delivered' | 'read' | 'failed'; reason: string | null },
+    update: {
+      providerMessageId: string;
+      status: 'delivered' | 'read' | 'failed';
+      reason: string | null;
+    },
   ): Promise<'applied' | 'unchanged' | 'unknown'> {
     const row = await this.db
       .selectFrom('messages')

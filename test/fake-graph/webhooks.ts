@@ -1,4 +1,7 @@
-import { createHmac, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import { postWebhook } from './server.js';
+
+export { hubSignature } from './server.js';
 
 /**
  * WhatsApp Cloud API webhook payloads, shaped after the examples in Meta's webhook reference
@@ -90,15 +93,9 @@ const mediaObject = (media: {
 
 /** `messages[]` entries of every kind Meta documents, each with a fresh `wamid` unless given. */
 export const waMessage = {
-  text: (from: string, body: string, id?: string) =>
-    message(from, 'text', { text: { body } }, id),
+  text: (from: string, body: string, id?: string) => message(from, 'text', { text: { body } }, id),
   image: (from: string, media: { id: string; mimeType?: string; caption?: string }, id?: string) =>
-    message(
-      from,
-      'image',
-      { image: mediaObject({ mimeType: 'image/jpeg', ...media }) },
-      id,
-    ),
+    message(from, 'image', { image: mediaObject({ mimeType: 'image/jpeg', ...media }) }, id),
   document: (
     from: string,
     media: { id: string; mimeType?: string; caption?: string; filename?: string },
@@ -274,7 +271,8 @@ export function templateStatusWebhook(
     templateId: string | number;
     name: string;
     language?: string;
-    event: 'APPROVED' | 'REJECTED' | 'PENDING' | 'PAUSED' | 'DISABLED' | 'FLAGGED' | string;
+    /** `APPROVED`, `REJECTED`, `PENDING`, `PAUSED`, `DISABLED`, `FLAGGED`… */
+    event: string;
     reason?: string;
   },
 ): Json {
@@ -301,11 +299,6 @@ export function templateStatusWebhook(
   };
 }
 
-/** `sha256=<hex>`: Meta's X-Hub-Signature-256 of these bytes. */
-export function hubSignature(body: Buffer | string, appSecret: string): string {
-  return `sha256=${createHmac('sha256', appSecret).update(body).digest('hex')}`;
-}
-
 /**
  * POSTs a webhook as Meta does: JSON bytes signed with the app secret in X-Hub-Signature-256.
  * `signature` replaces the header (`null` leaves it out) to test refusals.
@@ -315,13 +308,9 @@ export async function postSignedWebhook(
   payload: Json | string | Buffer,
   appSecret: string,
   opts: { signature?: string | null } = {},
-): Promise<{ status: number; body: string; headers: Headers }> {
-  const bytes = Buffer.isBuffer(payload)
+): Promise<{ status: number; body: string }> {
+  const raw = Buffer.isBuffer(payload)
     ? payload
     : Buffer.from(typeof payload === 'string' ? payload : JSON.stringify(payload), 'utf8');
-  const headers: Record<string, string> = { 'content-type': 'application/json' };
-  const signature = opts.signature === undefined ? hubSignature(bytes, appSecret) : opts.signature;
-  if (signature !== null) headers['x-hub-signature-256'] = signature;
-  const res = await fetch(url, { method: 'POST', headers, body: bytes });
-  return { status: res.status, body: await res.text(), headers: res.headers };
+  return postWebhook(url, undefined, { appSecret, signature: opts.signature, raw });
 }

@@ -6,7 +6,10 @@ import { newId } from '../../ids.js';
 import type { JobQueue } from '../../jobs/job-queue.js';
 import type { JobOutcome } from '../../jobs/job-runner.js';
 import { MediaUrlRefused, type MediaService } from '../../media/media.service.js';
-import type { ConnectionRow, ConnectionsRepository } from '../connections/connections.repository.js';
+import type {
+  ConnectionRow,
+  ConnectionsRepository,
+} from '../connections/connections.repository.js';
 import type { SecretBox } from '../connections/secret-box.js';
 import type { GraphClient } from '../meta/graph-client.js';
 import { downloadWhatsAppMedia, MediaDownloadError } from '../whatsapp/inbound-media.js';
@@ -69,7 +72,9 @@ export class InboundWebhooksService {
       challenge === undefined ||
       !sameSecret(token, connection.verify_token)
     )
-      throw new Forbidden('hub.verify_token does not match this connection, or hub.mode is not subscribe');
+      throw new Forbidden(
+        'hub.verify_token does not match this connection, or hub.mode is not subscribe',
+      );
     return challenge;
   }
 
@@ -123,7 +128,10 @@ export class InboundWebhooksService {
       return finish();
     }
     if (connection.provider !== 'whatsapp_cloud') {
-      log.warn({ provider: connection.provider }, 'inbound webhook: no processing for this provider yet; skipped');
+      log.warn(
+        { provider: connection.provider },
+        'inbound webhook: no processing for this provider yet; skipped',
+      );
       return finish();
     }
     let body: unknown;
@@ -133,17 +141,20 @@ export class InboundWebhooksService {
       log.warn('inbound webhook: stored body is not JSON; skipped');
       return finish();
     }
-    const settings = connection.settings as Record<string, unknown>;
+    // The ids the connection was made with (the PUT body's phone_number_id, business_account_id).
+    const settings = connection.settings;
+    const idOf = (v: unknown) => (typeof v === 'string' && v !== '' ? v : null);
     const content = parseWhatsAppWebhook(body, {
-      phoneNumberId: String(settings.phone_number_id ?? ''),
-      businessAccountId:
-        typeof settings.business_account_id === 'string' ? settings.business_account_id : null,
+      phoneNumberId: idOf(settings.phone_number_id) ?? '',
+      businessAccountId: idOf(settings.business_account_id),
     });
 
     const lastAttempt = attempt > INBOUND_WAIT_DELAYS_MS.length;
     const waiting: string[] = [];
     const scope = { accountId };
-    const token = content.messages.some((m) => m.media) ? this.secretOf(connection, 'access_token') : null;
+    const token = content.messages.some((m) => m.media)
+      ? this.secretOf(connection, 'access_token')
+      : null;
 
     for (const message of content.messages) {
       let recorded: Parameters<InboundSink['receive']>[1];
@@ -155,7 +166,10 @@ export class InboundWebhooksService {
           waiting.push(`media of ${message.providerMessageId}: ${err.message}`);
           continue;
         }
-        log.warn({ message: message.providerMessageId, reason: err.message }, 'inbound media not kept; recorded with a note');
+        log.warn(
+          { message: message.providerMessageId, reason: err.message },
+          'inbound media not kept; recorded with a note',
+        );
         recorded = withoutMedia(message, err.message);
       }
       try {
@@ -164,7 +178,10 @@ export class InboundWebhooksService {
         // Input that can never be recorded (a sender id that is no phone number): retrying the
         // webhook cannot change that, and must not hold up the rest of it.
         if (!(err instanceof AppError) || err.status >= 500) throw err;
-        log.warn({ message: message.providerMessageId, reason: err.message }, 'inbound message refused; skipped');
+        log.warn(
+          { message: message.providerMessageId, reason: err.message },
+          'inbound message refused; skipped',
+        );
       }
     }
 
@@ -178,7 +195,10 @@ export class InboundWebhooksService {
       });
       if (result !== 'unknown') continue;
       if (lastAttempt)
-        log.warn({ message: status.providerMessageId, status: status.status }, 'status report for an unknown message; dropped');
+        log.warn(
+          { message: status.providerMessageId, status: status.status },
+          'status report for an unknown message; dropped',
+        );
       else waiting.push(`status ${status.status} of unknown message ${status.providerMessageId}`);
     }
 
@@ -245,14 +265,20 @@ export class InboundWebhooksService {
   private secretOf(connection: ConnectionRow, name: string): string | null {
     if (connection.secrets === null) return null;
     if (this.deps.secrets === null) {
-      this.deps.log.error({ connection: connection.id }, 'connection secrets cannot be opened: SECRETS_KEY is not set');
+      this.deps.log.error(
+        { connection: connection.id },
+        'connection secrets cannot be opened: SECRETS_KEY is not set',
+      );
       throw new Unavailable('this connection cannot be used at the moment', 60);
     }
     let secrets: Record<string, string>;
     try {
       secrets = this.deps.secrets.open(connection.secrets);
     } catch {
-      this.deps.log.error({ connection: connection.id }, 'connection secrets cannot be opened: wrong SECRETS_KEY?');
+      this.deps.log.error(
+        { connection: connection.id },
+        'connection secrets cannot be opened: wrong SECRETS_KEY?',
+      );
       throw new Unavailable('this connection cannot be used at the moment', 60);
     }
     const value = secrets[name];

@@ -59,7 +59,8 @@ export async function downloadWhatsAppMedia(
   } catch (err) {
     throw fromGraph(err, 'downloading the file');
   }
-  const declared = typeof meta.mime_type === 'string' && meta.mime_type !== '' ? meta.mime_type : null;
+  const declared =
+    typeof meta.mime_type === 'string' && meta.mime_type !== '' ? meta.mime_type : null;
   return { bytes: file.bytes, contentType: declared ?? file.contentType };
 }
 

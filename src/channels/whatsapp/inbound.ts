@@ -68,7 +68,10 @@ export function parseWhatsAppWebhook(
           if (status) out.statuses.push(status);
         }
       } else if (change.field === 'message_template_status_update') {
-        if (connection.businessAccountId === null || idOf(entry.id) !== connection.businessAccountId)
+        if (
+          connection.businessAccountId === null ||
+          idOf(entry.id) !== connection.businessAccountId
+        )
           continue;
         const template = toTemplateStatus(value);
         if (template) out.templates.push(template);
@@ -109,7 +112,8 @@ function toMessage(m: unknown, names: Map<string, string>): ProviderInboundMessa
     return { ...base, type: 'text', content: body ?? placeholder('text', m), media: null };
   }
   if ((MEDIA_KINDS as readonly string[]).includes(type)) {
-    const media = isObj(m[type]) ? (m[type] as Obj) : {};
+    const part = m[type];
+    const media = isObj(part) ? part : {};
     const mediaId = idOf(media.id);
     if (!mediaId) return { ...base, type: 'text', content: placeholder(type, m), media: null };
     return {
@@ -130,7 +134,8 @@ function toMessage(m: unknown, names: Map<string, string>): ProviderInboundMessa
 
 /** The kinds SPEC has no type for, as the text a person reading the conversation needs. */
 function readableText(type: string, m: Obj): string {
-  const part = isObj(m[type]) ? (m[type] as Obj) : {};
+  const found = m[type];
+  const part = isObj(found) ? found : {};
   switch (type) {
     case 'location': {
       const lat = num(part.latitude);
