@@ -551,6 +551,9 @@ describe('WhatsApp statuses[] → delivery status of outbound messages', () => {
     );
     expect((await messageByProviderId(acc.accountId, m.providerId))!.status).toBe('sent');
     expect(await eventsOf(h.t.db, acc.accountId)).toEqual([]);
+    const [stored] = await storedWebhooks(acc.accountId);
+    expect(stored!.processed_at).not.toBeNull();
+    expect(await jobsOf(acc.accountId)).toEqual([]);
   });
 
   it('a status for a provider id not known yet is retried until the message appears', async () => {
