@@ -207,6 +207,26 @@ describe('POST /channels/{id}/webhook: signature and durable storage', () => {
     expect(await storedWebhooks(acc.accountId)).toEqual([]);
   });
 
+  it('takes the bytes whatever Content-Type says (or none): the signature is what counts', async () => {
+    const { acc, conn } = await setup();
+    const { hubSignature } = await import('../fake-graph/webhooks.js');
+    const raw = Buffer.from(JSON.stringify({ object: 'whatsapp_business_account', entry: [] }));
+    for (const contentType of ['text/plain', 'application/json; charset=utf-8', undefined]) {
+      const headers: Record<string, string> = {
+        'x-hub-signature-256': hubSignature(conn.appSecret, raw),
+      };
+      if (contentType) headers['content-type'] = contentType;
+      const res = await h.app.inject({
+        method: 'POST',
+        url: `/channels/${conn.id}/webhook`,
+        headers,
+        payload: raw,
+      });
+      expect(res.statusCode, String(contentType)).toBe(200);
+    }
+    expect(await storedWebhooks(acc.accountId)).toHaveLength(3);
+  });
+
   it('refuses a body over 1 MiB with 413 in the envelope', async () => {
     const { acc, conn } = await setup();
     const big = Buffer.from(JSON.stringify({ object: 'x', pad: 'a'.repeat(1024 * 1024) }));
