@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import { pino } from 'pino';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { sql } from 'kysely';
@@ -36,6 +37,13 @@ import { ConnectionsService } from './channels/connections/connections.service.j
 import { ConnectionProviderResolver } from './channels/connections/provider-resolver.js';
 import { SecretBox } from './channels/connections/secret-box.js';
 import { GraphClient } from './channels/meta/graph-client.js';
+import { InboundWebhooksRepository } from './channels/inbound/inbound.repository.js';
+import { inboundWebhookRoutes } from './channels/inbound/inbound.routes.js';
+import { InboundWebhooksService } from './channels/inbound/inbound.service.js';
+import { inboundWebhookJob } from './channels/inbound/inbound.job.js';
+import { MediaRepository } from './media/media.repository.js';
+import { mediaRoutes } from './media/media.routes.js';
+import { MediaService } from './media/media.service.js';
 import { WhatsAppCloudProvider } from './channels/whatsapp/whatsapp-cloud.provider.js';
 import { WhatsAppTemplates } from './channels/whatsapp/templates.js';
 import { ConversationsRepository } from './conversations/conversations.repository.js';
@@ -88,6 +96,7 @@ export type AppConfig = Pick<
   | 'metaGraphVersion'
   | 'publicUrl'
   | 'secretsKey'
+  | 'mediaMaxBytes'
 >;
 
 export interface AppDeps {
@@ -97,6 +106,8 @@ export interface AppDeps {
   clock: Clock;
   /** Replaces the guarded media fetcher (benchmarks only). */
   fetchMedia?: MediaFetcher;
+  /** Where services log outside a request (the HTTP app's logger; a new one by default). */
+  log?: FastifyBaseLogger;
   /** How long a send's first attempt holds its job before a runner may send again (tests). */
   sendLeaseMs?: number;
   /** Replaces the providers of some channels, whatever their connections (tests only). */
@@ -242,10 +253,45 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     ratePerSecond: config.broadcastRatePerSecond,
     metrics,
   });
+  const media = new MediaService({
+    media: new MediaRepository(db),
+    clock,
+    publicUrl: config.publicUrl,
+    allowPrivate: config.allowPrivateTargets,
+  });
+  const inbound = new InboundWebhooksService({
+    tx,
+    webhooks: new InboundWebhooksRepository(db),
+    connections: connectionsRepo,
+    secrets: secretBox,
+    jobs,
+    // Provider messages and reports take the path, and emit the events, of every other.
+    sink: {
+      receive: async (scope, m) => {
+        await messages.receive(scope, m);
+        return 'recorded';
+      },
+      applyProviderStatus: async (scope, u) =>
+        (await messages.applyProviderStatus(scope, { ...u, reason: u.reason ?? undefined }))
+          ? 'applied'
+          : 'unknown',
+    },
+    templates: {
+      onTemplateStatus: async (accountId, update) => {
+        await templates.applyProviderStatus(accountId, update);
+      },
+    },
+    media,
+    graph,
+    mediaMaxBytes: config.mediaMaxBytes,
+    clock,
+    log: deps.log ?? pino({ level: config.logLevel }),
+  });
   const jobHandlers = [
     sandboxStatusJob(messages),
     broadcastSendJob(broadcasts),
     messageSendJob(messages, messagesRepo),
+    inboundWebhookJob(inbound),
   ] as JobHandler[];
   return {
     accounts,
@@ -260,6 +306,8 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     connections,
     resolver,
     graph,
+    inbound,
+    media,
     jobHandlers,
     caches,
     metrics,
@@ -369,10 +417,14 @@ export async function buildApp(
       if (deps.config.sandboxEnabled) sandboxRoutes(v1, services);
       webhooksRoutes(v1, services.webhooks);
       broadcastsRoutes(v1, services.broadcasts);
+      mediaRoutes(v1, services.media);
       connectionsRoutes(v1, services.connections);
     },
     { prefix: '/v1' },
   );
+
+  // Providers' webhooks: outside /v1, no API key; the signature is the credential.
+  await app.register(async (hooks) => inboundWebhookRoutes(hooks, services.inbound));
 
   const adminToken = deps.config.adminToken;
   if (adminToken) {

@@ -27,6 +27,8 @@ export interface Config {
   broadcastBatchSize: number;
   /** Media fetches at once in this process; 4 times as many sends may wait, more get a 503. */
   mediaFetchConcurrency: number;
+  /** The largest inbound media file (from a provider) the service downloads and keeps, in bytes. */
+  mediaMaxBytes: number;
   /** Where Meta's Graph API is (tests point it at a local fake), without a trailing slash. */
   metaGraphUrl: string;
   /** The Graph API version in every request path, as `v23.0`. */
@@ -132,6 +134,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     broadcastBatchSize: readInt(env, 'BROADCAST_BATCH_SIZE', 500, 1, 10_000),
     mediaFetchConcurrency: readInt(env, 'MEDIA_FETCH_CONCURRENCY', 16, 1, 1024),
+    mediaMaxBytes: readInt(env, 'MEDIA_MAX_BYTES', 16 * 1024 * 1024, 1024, 100 * 1024 * 1024),
     sandboxEnabled: readBool(env, 'SANDBOX_ENABLED', true),
     metaGraphUrl: (
       readUrl(env, 'META_GRAPH_URL', ['http:', 'https:']) ?? 'https://graph.facebook.com'

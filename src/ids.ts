@@ -17,7 +17,9 @@ export type IdPrefix =
   | 'tpl'
   | 'job'
   | 'dlv'
-  | 'chn';
+  | 'chn'
+  | 'iwh'
+  | 'med';
 
 /** A prefixed id whose text order is its creation order (ULID, monotonic within a process). */
 export function newId(prefix: IdPrefix): string {

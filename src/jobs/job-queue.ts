@@ -14,6 +14,8 @@ export interface JobPayloads {
   'broadcast.send': { v: 1; broadcast_id: string };
   /** Hands queued messages to their provider (one API send, or one broadcast batch). */
   'message.send': { v: 1; message_ids: string[] };
+  /** Processes one stored provider webhook (inbound_webhooks row) of the job's account. */
+  'channel.inbound': { v: 1; webhook_id: string };
 }
 export type JobKind = keyof JobPayloads;
 

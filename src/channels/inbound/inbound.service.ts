@@ -1,0 +1,304 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { Clock } from '../../clock.js';
+import type { Transactor } from '../../db/transactor.js';
+import { AppError, Forbidden, NotFound, Unauthorized, Unavailable } from '../../errors.js';
+import { newId } from '../../ids.js';
+import type { JobQueue } from '../../jobs/job-queue.js';
+import type { JobOutcome } from '../../jobs/job-runner.js';
+import { MediaUrlRefused, type MediaService } from '../../media/media.service.js';
+import type {
+  ConnectionRow,
+  ConnectionsRepository,
+} from '../connections/connections.repository.js';
+import type { SecretBox } from '../connections/secret-box.js';
+import type { GraphClient } from '../meta/graph-client.js';
+import { downloadWhatsAppMedia, MediaDownloadError } from '../whatsapp/inbound-media.js';
+import { parseWhatsAppWebhook } from '../whatsapp/inbound.js';
+import type {
+  InboundSink,
+  ProviderInboundMessage,
+  TemplateStatusListener,
+} from './inbound-sink.js';
+import type { InboundWebhooksRepository } from './inbound.repository.js';
+import { isValidHubSignature, sameSecret } from './signature.js';
+
+/**
+ * How long processing waits for what is not there yet, attempt after attempt: a media download
+ * that failed for a passing reason, and a status report on a provider message id we do not know
+ * yet (the report can overtake the transaction that records the id of a message just sent).
+ * After the last wait the webhook is finished anyway: the message is recorded with a note
+ * instead of its file, and the status report is dropped (logged).
+ */
+export const INBOUND_WAIT_DELAYS_MS = [2_000, 10_000, 30_000, 120_000, 600_000];
+
+export interface VerificationQuery {
+  'hub.mode'?: string;
+  'hub.verify_token'?: string;
+  'hub.challenge'?: string;
+}
+
+/**
+ * Provider webhooks (DESIGN §4 "Inbound provider webhooks"): the verification handshake, the
+ * signed POST stored durably before it is answered, and the processing of the stored copy.
+ */
+export class InboundWebhooksService {
+  constructor(
+    private readonly deps: {
+      tx: Transactor;
+      webhooks: InboundWebhooksRepository;
+      connections: ConnectionsRepository;
+      /** Null without SECRETS_KEY: no connection with secrets can exist then. */
+      secrets: SecretBox | null;
+      jobs: JobQueue;
+      sink: InboundSink;
+      templates: TemplateStatusListener;
+      media: MediaService;
+      graph: GraphClient;
+      mediaMaxBytes: number;
+      clock: Clock;
+      log: FastifyBaseLogger;
+    },
+  ) {}
+
+  /** Meta's subscription handshake: the challenge back when the verify token matches. */
+  async verify(connectionId: string, query: VerificationQuery): Promise<string> {
+    const connection = await this.deps.connections.findById(connectionId);
+    if (!connection || connection.verify_token === null) throw new NotFound('channel connection');
+    const token = query['hub.verify_token'];
+    const challenge = query['hub.challenge'];
+    if (
+      query['hub.mode'] !== 'subscribe' ||
+      token === undefined ||
+      challenge === undefined ||
+      !sameSecret(token, connection.verify_token)
+    )
+      throw new Forbidden(
+        'hub.verify_token does not match this connection, or hub.mode is not subscribe',
+      );
+    return challenge;
+  }
+
+  /**
+   * A signed webhook: checked against the connection's app secret over the exact bytes, then
+   * stored with its processing job in one transaction. Nothing is recorded for a bad signature.
+   */
+  async accept(connectionId: string, body: Buffer, signature: string | undefined): Promise<void> {
+    const connection = await this.deps.connections.findById(connectionId);
+    if (!connection) throw new NotFound('channel connection');
+    const appSecret = this.appSecretOf(connection);
+    if (appSecret === null) throw new NotFound('channel connection');
+    if (!isValidHubSignature(signature, body, appSecret))
+      throw new Unauthorized('X-Hub-Signature-256 is missing or does not match the body');
+    try {
+      JSON.parse(body.toString('utf8'));
+    } catch {
+      throw new AppError('invalid_request', 'request body is not valid JSON');
+    }
+    const accountId = connection.account_id;
+    const id = newId('iwh');
+    await this.deps.tx.run({ accountId }, async (trx) => {
+      await this.deps.webhooks.insert(trx, {
+        account_id: accountId,
+        id,
+        connection_id: connection.id,
+        body,
+        received_at: this.deps.clock.now(),
+        processed_at: null,
+      });
+      await this.deps.jobs.enqueue(trx, accountId, 'channel.inbound', { v: 1, webhook_id: id });
+    });
+  }
+
+  /**
+   * Processes one stored webhook. Every effect takes place once however often this runs (messages
+   * by provider id, statuses forward only), so a retry simply runs it again.
+   */
+  async process(accountId: string, webhookId: string, attempt: number): Promise<JobOutcome> {
+    const row = await this.deps.webhooks.find(accountId, webhookId);
+    if (!row || row.processed_at !== null) return { status: 'done' };
+    const log = this.deps.log.child({ webhook: webhookId });
+    const connection = await this.deps.connections.findById(row.connection_id);
+    const finish = async () => {
+      await this.deps.webhooks.markProcessed(accountId, webhookId, this.deps.clock.now());
+      return { status: 'done' } as const;
+    };
+    // A connection removed (or replaced by another provider) since: its webhooks mean nothing now.
+    if (!connection || connection.account_id !== accountId) {
+      log.warn('inbound webhook: its connection is gone; skipped');
+      return finish();
+    }
+    if (connection.provider !== 'whatsapp_cloud') {
+      log.warn(
+        { provider: connection.provider },
+        'inbound webhook: no processing for this provider yet; skipped',
+      );
+      return finish();
+    }
+    let body: unknown;
+    try {
+      body = JSON.parse(row.body.toString('utf8'));
+    } catch {
+      log.warn('inbound webhook: stored body is not JSON; skipped');
+      return finish();
+    }
+    // The ids the connection was made with (the PUT body's phone_number_id, business_account_id).
+    const settings = connection.settings;
+    const idOf = (v: unknown) => (typeof v === 'string' && v !== '' ? v : null);
+    const content = parseWhatsAppWebhook(body, {
+      phoneNumberId: idOf(settings.phone_number_id) ?? '',
+      businessAccountId: idOf(settings.business_account_id),
+    });
+
+    const lastAttempt = attempt > INBOUND_WAIT_DELAYS_MS.length;
+    const waiting: string[] = [];
+    const scope = { accountId };
+    const token = content.messages.some((m) => m.media)
+      ? this.secretOf(connection, 'access_token')
+      : null;
+
+    for (const message of content.messages) {
+      let recorded: Parameters<InboundSink['receive']>[1];
+      try {
+        recorded = await this.withMedia(accountId, connection, token, message);
+      } catch (err) {
+        if (!(err instanceof MediaDownloadError)) throw err;
+        if (!err.final && !lastAttempt) {
+          waiting.push(`media of ${message.providerMessageId}: ${err.message}`);
+          continue;
+        }
+        log.warn(
+          { message: message.providerMessageId, reason: err.message },
+          'inbound media not kept; recorded with a note',
+        );
+        recorded = withoutMedia(message, err.message);
+      }
+      try {
+        await this.deps.sink.receive(scope, recorded);
+      } catch (err) {
+        // Input that can never be recorded (a sender id that is no phone number): retrying the
+        // webhook cannot change that, and must not hold up the rest of it.
+        if (!(err instanceof AppError) || err.status >= 500) throw err;
+        log.warn(
+          { message: message.providerMessageId, reason: err.message },
+          'inbound message refused; skipped',
+        );
+      }
+    }
+
+    for (const status of content.statuses) {
+      // `sent` confirms what an accepted message already is.
+      if (status.status === 'sent') continue;
+      const result = await this.deps.sink.applyProviderStatus(scope, {
+        providerMessageId: status.providerMessageId,
+        status: status.status,
+        reason: status.reason,
+      });
+      if (result !== 'unknown') continue;
+      if (lastAttempt)
+        log.warn(
+          { message: status.providerMessageId, status: status.status },
+          'status report for an unknown message; dropped',
+        );
+      else waiting.push(`status ${status.status} of unknown message ${status.providerMessageId}`);
+    }
+
+    for (const template of content.templates)
+      await this.deps.templates.onTemplateStatus(accountId, template);
+
+    if (waiting.length > 0) {
+      return {
+        status: 'retry',
+        afterMs: INBOUND_WAIT_DELAYS_MS[attempt - 1]!,
+        error: `waiting for: ${waiting.join('; ')}`.slice(0, 2000),
+      };
+    }
+    return finish();
+  }
+
+  /** The message as the sink records it, its file downloaded and kept first (once). */
+  private async withMedia(
+    accountId: string,
+    connection: ConnectionRow,
+    token: string | null,
+    message: ProviderInboundMessage,
+  ): Promise<Parameters<InboundSink['receive']>[1]> {
+    const recorded = {
+      channel: 'whatsapp' as const,
+      from: message.from,
+      type: message.type,
+      content: message.content,
+      mediaUrl: null as string | null,
+      providerMessageId: message.providerMessageId,
+    };
+    if (!message.media) return recorded;
+    const media = this.deps.media;
+    const id = media.idFor(accountId, `${connection.channel}\n${message.providerMessageId}`);
+    if (!(await media.has(accountId, id))) {
+      if (token === null) throw new MediaDownloadError('the connection has no access token', true);
+      let file;
+      try {
+        file = await downloadWhatsAppMedia(this.deps.graph, {
+          token,
+          mediaId: message.media.providerMediaId,
+          maxBytes: this.deps.mediaMaxBytes,
+          checkUrl: (url) => media.checkDownloadUrl(url),
+        });
+      } catch (err) {
+        if (err instanceof MediaUrlRefused) throw new MediaDownloadError(err.message, true);
+        if (err instanceof MediaDownloadError) throw err;
+        throw new MediaDownloadError(err instanceof Error ? err.message : String(err), false);
+      }
+      await media.keep(accountId, id, {
+        contentType: file.contentType ?? message.media.mimeType ?? 'application/octet-stream',
+        filename: message.media.filename,
+        bytes: file.bytes,
+      });
+    }
+    return { ...recorded, mediaUrl: media.urlOf(id) };
+  }
+
+  private appSecretOf(connection: ConnectionRow): string | null {
+    return this.secretOf(connection, 'app_secret');
+  }
+
+  /** One secret of the connection; null when it has none. A box that cannot be opened is our fault. */
+  private secretOf(connection: ConnectionRow, name: string): string | null {
+    if (connection.secrets === null) return null;
+    if (this.deps.secrets === null) {
+      this.deps.log.error(
+        { connection: connection.id },
+        'connection secrets cannot be opened: SECRETS_KEY is not set',
+      );
+      throw new Unavailable('this connection cannot be used at the moment', 60);
+    }
+    let secrets: Record<string, string>;
+    try {
+      secrets = this.deps.secrets.open(connection.secrets);
+    } catch {
+      this.deps.log.error(
+        { connection: connection.id },
+        'connection secrets cannot be opened: wrong SECRETS_KEY?',
+      );
+      throw new Unavailable('this connection cannot be used at the moment', 60);
+    }
+    const value = secrets[name];
+    return typeof value === 'string' && value !== '' ? value : null;
+  }
+}
+
+/** A message whose file could not be kept: recorded as text that says so, caption and all. */
+function withoutMedia(
+  message: ProviderInboundMessage,
+  reason: string,
+): Parameters<InboundSink['receive']>[1] {
+  const kind = message.media?.kind ?? 'file';
+  const note = `[${kind} not available: ${reason}]`;
+  return {
+    channel: 'whatsapp',
+    from: message.from,
+    type: 'text',
+    content: message.content ? `${note}\n${message.content}` : note,
+    mediaUrl: null,
+    providerMessageId: message.providerMessageId,
+  };
+}

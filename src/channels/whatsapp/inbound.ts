@@ -1,0 +1,245 @@
+import type {
+  ProviderInboundMessage,
+  ProviderStatusReport,
+  ProviderWebhookContent,
+  TemplateStatusReport,
+} from '../inbound/inbound-sink.js';
+
+/**
+ * WhatsApp Cloud API webhooks (`object: "whatsapp_business_account"`) in our words. The payload
+ * has been signed by Meta, but its shape is still checked field by field: anything unexpected is
+ * skipped or kept as readable text, never a crash.
+ */
+
+type Obj = Record<string, unknown>;
+
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+const list = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
+const LONE_SURROGATES = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+
+/**
+ * A string as PostgreSQL can keep it: NUL characters dropped, lone surrogates replaced (JSON
+ * allows both, a text column neither). Empty is absent.
+ */
+const str = (v: unknown): string | null => {
+  if (typeof v !== 'string') return null;
+  const text = v.replaceAll('\u0000', '').replace(LONE_SURROGATES, '\uFFFD');
+  return text === '' ? null : text;
+};
+/** Ids arrive as strings, and in some payloads (template ids) as numbers. */
+const idOf = (v: unknown): string | null =>
+  typeof v === 'number' && Number.isSafeInteger(v) ? String(v) : str(v);
+const num = (v: unknown): number | null =>
+  typeof v === 'number' && Number.isFinite(v)
+    ? v
+    : typeof v === 'string' && v.trim() !== '' && Number.isFinite(Number(v))
+      ? Number(v)
+      : null;
+
+/** What identifies the connection in Meta's payloads. */
+export interface WhatsAppConnectionIds {
+  phoneNumberId: string;
+  /** The WhatsApp Business Account id: template reviews name it, not the phone number. */
+  businessAccountId: string | null;
+}
+
+export function parseWhatsAppWebhook(
+  body: unknown,
+  connection: WhatsAppConnectionIds,
+): ProviderWebhookContent {
+  const out: ProviderWebhookContent = { messages: [], statuses: [], templates: [] };
+  if (!isObj(body) || body.object !== 'whatsapp_business_account') return out;
+  for (const entry of list(body.entry)) {
+    if (!isObj(entry)) continue;
+    for (const change of list(entry.changes)) {
+      if (!isObj(change) || !isObj(change.value)) continue;
+      const value = change.value;
+      if (change.field === 'messages') {
+        // Another number of the same business (or app) is another connection's business.
+        const metadata = isObj(value.metadata) ? value.metadata : {};
+        if (idOf(metadata.phone_number_id) !== connection.phoneNumberId) continue;
+        const names = profileNames(value.contacts);
+        for (const m of list(value.messages)) {
+          const message = toMessage(m, names);
+          if (message) out.messages.push(message);
+        }
+        for (const s of list(value.statuses)) {
+          const status = toStatus(s);
+          if (status) out.statuses.push(status);
+        }
+      } else if (change.field === 'message_template_status_update') {
+        if (
+          connection.businessAccountId === null ||
+          idOf(entry.id) !== connection.businessAccountId
+        )
+          continue;
+        const template = toTemplateStatus(value);
+        if (template) out.templates.push(template);
+      }
+    }
+  }
+  return out;
+}
+
+/** wa_id → profile name, from `value.contacts[]`. */
+function profileNames(contacts: unknown): Map<string, string> {
+  const names = new Map<string, string>();
+  for (const c of list(contacts)) {
+    if (!isObj(c)) continue;
+    const waId = idOf(c.wa_id);
+    const name = isObj(c.profile) ? str(c.profile.name) : null;
+    if (waId && name) names.set(waId, name.trim().slice(0, 200));
+  }
+  return names;
+}
+
+const MEDIA_KINDS = ['image', 'document', 'audio', 'video', 'sticker'] as const;
+
+function toMessage(m: unknown, names: Map<string, string>): ProviderInboundMessage | null {
+  if (!isObj(m)) return null;
+  const id = str(m.id);
+  const from = idOf(m.from);
+  // Without its id a message cannot be de-duplicated, and without a sender it has no contact.
+  if (!id || !from || !/^\d{1,20}$/.test(from)) return null;
+  // Meta may name the sender differently in `contacts` (a country's old number format), so a
+  // lone profile is the sender's.
+  const name = names.get(from) ?? (names.size === 1 ? [...names.values()][0]! : null);
+  const base = { providerMessageId: id, from: { phone: `+${from}`, name } };
+  const type = str(m.type) ?? 'unknown';
+
+  if (type === 'text') {
+    const body = isObj(m.text) ? str(m.text.body) : null;
+    return { ...base, type: 'text', content: body ?? placeholder('text', m), media: null };
+  }
+  if ((MEDIA_KINDS as readonly string[]).includes(type)) {
+    const part = m[type];
+    const media = isObj(part) ? part : {};
+    const mediaId = idOf(media.id);
+    if (!mediaId) return { ...base, type: 'text', content: placeholder(type, m), media: null };
+    return {
+      ...base,
+      // SPEC has image and document; the other kinds are kept as documents.
+      type: type === 'image' ? 'image' : 'document',
+      content: str(media.caption),
+      media: {
+        providerMediaId: mediaId,
+        mimeType: str(media.mime_type),
+        filename: str(media.filename),
+        kind: type,
+      },
+    };
+  }
+  return { ...base, type: 'text', content: readableText(type, m), media: null };
+}
+
+/** The kinds SPEC has no type for, as the text a person reading the conversation needs. */
+function readableText(type: string, m: Obj): string {
+  const found = m[type];
+  const part = isObj(found) ? found : {};
+  switch (type) {
+    case 'location': {
+      const lat = num(part.latitude);
+      const lng = num(part.longitude);
+      const where = [str(part.name), str(part.address)].filter((s) => s !== null).join(', ');
+      const at = lat !== null && lng !== null ? `${lat}, ${lng}` : null;
+      if (!where && !at) return placeholder(type, m);
+      return `Location: ${[where, at && (where ? `(${at})` : at)].filter(Boolean).join(' ')}`;
+    }
+    case 'contacts': {
+      const cards = list(m.contacts).filter(isObj).map(contactCard);
+      return cards.length > 0 ? cards.join('\n') : placeholder(type, m);
+    }
+    case 'button': {
+      // A quick-reply button of a template: the text on the button is what the person said.
+      return str(part.text) ?? str(part.payload) ?? placeholder(type, m);
+    }
+    case 'interactive': {
+      const reply = isObj(part.button_reply)
+        ? part.button_reply
+        : isObj(part.list_reply)
+          ? part.list_reply
+          : null;
+      const title = reply ? str(reply.title) : null;
+      if (!reply || !title) return placeholder(type, m);
+      const description = str(reply.description);
+      return description ? `${title} (${description})` : title;
+    }
+    case 'reaction': {
+      const emoji = str(part.emoji);
+      return emoji ? `Reacted ${emoji} to a message` : 'Removed a reaction';
+    }
+    default:
+      return placeholder(type, m);
+  }
+}
+
+function contactCard(c: Obj): string {
+  const name = isObj(c.name)
+    ? (str(c.name.formatted_name) ??
+      ([str(c.name.first_name), str(c.name.last_name)].filter(Boolean).join(' ') || null))
+    : null;
+  const phones = list(c.phones)
+    .filter(isObj)
+    .map((p) => str(p.phone))
+    .filter((p): p is string => p !== null);
+  const emails = list(c.emails)
+    .filter(isObj)
+    .map((e) => str(e.email))
+    .filter((e): e is string => e !== null);
+  return `Contact: ${[name ?? 'unnamed', ...phones, ...emails].join(', ')}`;
+}
+
+/**
+ * A message we cannot show as it is: kept as text that says what it was, with Meta's own
+ * explanation when it gave one (`unsupported` messages carry `errors[]`).
+ */
+function placeholder(type: string, m: Obj): string {
+  const error = list(m.errors).find(isObj);
+  const why = error ? (str(error.title) ?? str(error.message)) : null;
+  const details = error
+    ? (str(isObj(error.error_data) ? error.error_data.details : null) ?? str(error.details))
+    : null;
+  const reason = [why, details].filter(Boolean).join(': ');
+  const label = /^[a-z_]{1,40}$/.test(type) ? type : 'unknown';
+  return reason
+    ? `[Unsupported WhatsApp message (${label}): ${reason}]`
+    : `[Unsupported WhatsApp message (${label})]`;
+}
+
+const STATUSES = new Set(['sent', 'delivered', 'read', 'failed']);
+
+function toStatus(s: unknown): ProviderStatusReport | null {
+  if (!isObj(s)) return null;
+  const id = str(s.id);
+  const status = str(s.status);
+  // Other statuses (`deleted`, `warning`…) say nothing about delivery.
+  if (!id || !status || !STATUSES.has(status)) return null;
+  return {
+    providerMessageId: id,
+    status: status as ProviderStatusReport['status'],
+    reason: status === 'failed' ? failureReason(s.errors) : null,
+  };
+}
+
+/** `(#131026) Message undeliverable`: Meta's code and title, as Graph errors read elsewhere. */
+function failureReason(errors: unknown): string {
+  const e = list(errors).find(isObj);
+  if (!e) return 'WhatsApp reported the message as failed without a reason';
+  const code = num(e.code);
+  const title = str(e.title) ?? str(e.message) ?? 'failed';
+  return code === null ? title : `(#${code}) ${title}`;
+}
+
+function toTemplateStatus(value: Obj): TemplateStatusReport | null {
+  const id = idOf(value.message_template_id);
+  const event = str(value.event);
+  if (!id || !event) return null;
+  const reason = str(value.reason);
+  return {
+    providerTemplateId: id,
+    name: str(value.message_template_name),
+    language: str(value.message_template_language),
+    event,
+    reason: reason === null || reason === 'NONE' ? null : reason,
+  };
+}

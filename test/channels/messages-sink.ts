@@ -1,0 +1,179 @@
+import { sql } from 'kysely';
+import { BroadcastsRepository } from '../../src/broadcasts/broadcasts.repository.js';
+import type { InboundSink, SinkInboundMessage } from '../../src/channels/inbound/inbound-sink.js';
+import type { Clock } from '../../src/clock.js';
+import { ContactsRepository } from '../../src/contacts/contacts.repository.js';
+import { toContact } from '../../src/contacts/contacts.service.js';
+import { isValidE164 } from '../../src/contacts/phone.js';
+import { ConversationsRepository } from '../../src/conversations/conversations.repository.js';
+import type { Db } from '../../src/db/database.js';
+import type { Scope } from '../../src/db/transactor.js';
+import { ValidationError } from '../../src/errors.js';
+import { Outbox } from '../../src/events/outbox.js';
+import { newId } from '../../src/ids.js';
+import type { MessageRow } from '../../src/messages/messages.repository.js';
+import { MessagesRepository } from '../../src/messages/messages.repository.js';
+import { toMessage } from '../../src/messages/messages.present.js';
+import type { MessagesService } from '../../src/messages/messages.service.js';
+
+/**
+ * The InboundSink over today's messages module, for these tests only: `receive` does what
+ * MessagesService.receive does (contact, conversation, window, broadcast reply, message.received)
+ * plus what the sink adds (the provider id, once; the profile name on a new contact), and
+ * `applyProviderStatus` finds the message by provider id and goes through MessagesService.applyStatus.
+ * The real one belongs in MessagesService.
+ */
+export class TestMessagesSink implements InboundSink {
+  private readonly contacts: ContactsRepository;
+  private readonly conversations: ConversationsRepository;
+  private readonly messages: MessagesRepository;
+  private readonly broadcasts: BroadcastsRepository;
+  private readonly outbox: Outbox;
+
+  constructor(
+    private readonly db: Db,
+    private readonly clock: Clock,
+    private readonly service: MessagesService,
+  ) {
+    this.contacts = new ContactsRepository(db);
+    this.conversations = new ConversationsRepository(db);
+    this.messages = new MessagesRepository(db);
+    this.broadcasts = new BroadcastsRepository(db);
+    this.outbox = new Outbox(clock);
+  }
+
+  async receive(scope: Scope, inbound: SinkInboundMessage): Promise<'recorded' | 'duplicate'> {
+    const accountId = scope.accountId;
+    if (!isValidE164(inbound.from.phone))
+      throw new ValidationError('phone', 'must be a valid E.164 number such as +14155550123');
+    try {
+      return await this.db.transaction().execute(async (trx) => {
+        const seen = await trx
+          .selectFrom('messages')
+          .select('id')
+          .where('account_id', '=', accountId)
+          .where('provider_message_id', '=', inbound.providerMessageId)
+          .executeTakeFirst();
+        if (seen) return 'duplicate';
+        const now = this.clock.now();
+        const row = {
+          account_id: accountId,
+          id: newId('con'),
+          phone: inbound.from.phone,
+          name: inbound.from.name,
+          email: null,
+          tags: [],
+          lifecycle_stage: null,
+          custom_fields: {},
+          created_at: now,
+          updated_at: now,
+        };
+        let contactId = row.id;
+        if (await this.contacts.insertIfPhoneFree(trx, row)) {
+          await this.outbox.record(trx, accountId, 'contact.created', toContact(row));
+        } else {
+          contactId = (await this.contacts.findByPhone(trx, accountId, inbound.from.phone))!.id;
+        }
+        const conversation = (
+          await this.conversations.openMany(trx, accountId, [contactId], inbound.channel, now)
+        ).get(contactId)!;
+        const message = {
+          account_id: accountId,
+          id: newId('msg'),
+          conversation_id: conversation.id,
+          direction: 'inbound',
+          type: inbound.type,
+          content: inbound.content,
+          media_url: inbound.mediaUrl,
+          template_name: null,
+          template_language: null,
+          template_params: null,
+          status: 'delivered',
+          failure_reason: null,
+          provider_message_id: inbound.providerMessageId,
+          broadcast_id: null,
+          created_at: now,
+          updated_at: now,
+        } as MessageRow;
+        await this.messages.insertMany(trx, [message]);
+        await this.conversations.update(trx, accountId, conversation.id, {
+          status: 'open',
+          last_inbound_at: now,
+          updated_at: now,
+        });
+        for (const broadcastId of await this.broadcasts.markReplied(
+          trx,
+          accountId,
+          conversation.id,
+          now,
+        ))
+          await this.broadcasts.addStats(trx, accountId, broadcastId, { replied: 1 }, now);
+        await this.outbox.record(trx, accountId, 'message.received', toMessage(message));
+        return 'recorded';
+      });
+    } catch (err) {
+      // Two deliveries of one message at once: the unique index lets one through.
+      if ((err as { code?: string }).code === '23505') return 'duplicate';
+      throw err;
+    }
+  }
+
+  async applyProviderStatus(
+    scope: Scope,
+    update: {
+      providerMessageId: string;
+      status: 'delivered' | 'read' | 'failed';
+      reason: string | null;
+    },
+  ): Promise<'applied' | 'unchanged' | 'unknown'> {
+    const row = await this.db
+      .selectFrom('messages')
+      .select(['id', 'status'])
+      .where('account_id', '=', scope.accountId)
+      .where('provider_message_id', '=', update.providerMessageId)
+      .where('direction', '=', 'outbound')
+      .executeTakeFirst();
+    if (!row) return 'unknown';
+    const after = await this.service.applyStatus(scope, {
+      messageId: row.id,
+      status: update.status,
+      reason: update.reason ?? undefined,
+    });
+    return after.status !== row.status ? 'applied' : 'unchanged';
+  }
+}
+
+/** An outbound message already accepted by WhatsApp (as the send pipeline leaves it). */
+export async function insertOutbound(
+  db: Db,
+  accountId: string,
+  opts: { phone: string; providerMessageId: string; status?: MessageRow['status'] },
+): Promise<string> {
+  const now = new Date();
+  return db.transaction().execute(async (trx) => {
+    const contacts = new ContactsRepository(db);
+    const contactId = newId('con');
+    await contacts.insertIfPhoneFree(trx, {
+      account_id: accountId,
+      id: contactId,
+      phone: opts.phone,
+      name: null,
+      email: null,
+      tags: [],
+      lifecycle_stage: null,
+      custom_fields: {},
+      created_at: now,
+      updated_at: now,
+    });
+    const conversation = (
+      await new ConversationsRepository(db).openMany(trx, accountId, [contactId], 'whatsapp', now)
+    ).get(contactId)!;
+    const id = newId('msg');
+    await sql`
+      INSERT INTO messages (account_id, id, conversation_id, direction, type, content, status,
+        provider_message_id, created_at, updated_at)
+      VALUES (${accountId}, ${id}, ${conversation.id}, 'outbound', 'text', 'hello',
+        ${opts.status ?? 'sent'}, ${opts.providerMessageId}, ${now}, ${now})`.execute(trx);
+    return id;
+  });
+}
