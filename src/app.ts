@@ -151,7 +151,11 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     deliveredAfterMs: config.sandboxDeliveredAfterMs,
     readAfterMs: config.sandboxReadAfterMs,
   });
-  const graph = new GraphClient({ baseUrl: config.metaGraphUrl, version: config.metaGraphVersion });
+  const graph = new GraphClient({
+    baseUrl: config.metaGraphUrl,
+    version: config.metaGraphVersion,
+    allowPrivateDownloads: config.allowPrivateTargets,
+  });
   const connectionsRepo = new ConnectionsRepository(db);
   const secretBox = config.secretsKey ? new SecretBox(config.secretsKey) : null;
   const resolver = new ConnectionProviderResolver({

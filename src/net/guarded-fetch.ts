@@ -43,7 +43,7 @@ export class OutboundError extends Error {
  * Checks the addresses a host name resolves to at connect time, so the address checked is the
  * address connected to (a DNS answer that changes between check and use cannot slip through).
  */
-function guardedLookup(allowPrivate: boolean): LookupFunction {
+export function guardedLookup(allowPrivate: boolean): LookupFunction {
   return (hostname, options, callback) => {
     dns.lookup(hostname, { ...options, all: true }, (err, addresses) => {
       if (err) return callback(err, '', 0);

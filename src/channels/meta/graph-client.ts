@@ -1,4 +1,5 @@
 import { Agent, errors as undiciErrors, request } from 'undici';
+import { guardedLookup } from '../../net/guarded-fetch.js';
 
 /**
  * Graph's error envelope: `{ error: { message, type, code, error_subcode, error_user_title,
@@ -51,6 +52,13 @@ export interface GraphClientOptions {
   timeoutMs?: number;
   /** Connections kept open to Graph per origin. */
   connections?: number;
+  /**
+   * ALLOW_PRIVATE_TARGETS: lets downloads reach private addresses (development and tests). By
+   * default a download URL (which Graph hands out, so not ours to trust) is refused when its
+   * host resolves to a private, loopback or link-local address, checked on the address actually
+   * connected to.
+   */
+  allowPrivateDownloads?: boolean;
 }
 
 function retryAfterMs(header: string | string[] | undefined): number | null {
@@ -69,6 +77,8 @@ function retryAfterMs(header: string | string[] | undefined): number | null {
  */
 export class GraphClient {
   private readonly agent: Agent;
+  /** Downloads go through their own connections, each address checked as it is connected to. */
+  private readonly downloads: Agent;
   private readonly timeoutMs: number;
 
   constructor(private readonly opts: GraphClientOptions) {
@@ -78,6 +88,13 @@ export class GraphClient {
       keepAliveTimeout: 30_000,
       headersTimeout: this.timeoutMs,
       bodyTimeout: this.timeoutMs,
+    });
+    this.downloads = new Agent({
+      connections: 16,
+      keepAliveTimeout: 10_000,
+      headersTimeout: this.timeoutMs,
+      bodyTimeout: this.timeoutMs,
+      connect: { lookup: guardedLookup(opts.allowPrivateDownloads ?? false) },
     });
   }
 
@@ -152,7 +169,7 @@ export class GraphClient {
         method: 'GET',
         headers: { authorization: `Bearer ${opts.token}` },
         signal,
-        dispatcher: this.agent,
+        dispatcher: this.downloads,
         maxRedirections: 0,
       } as Parameters<typeof request>[1]);
     } catch (err) {
@@ -186,7 +203,7 @@ export class GraphClient {
   }
 
   async close(): Promise<void> {
-    await this.agent.close();
+    await Promise.all([this.agent.close(), this.downloads.close()]);
   }
 }
 

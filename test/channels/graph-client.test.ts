@@ -1,0 +1,52 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { GraphClient, GraphError } from '../../src/channels/meta/graph-client.js';
+
+let server: http.Server;
+let port: number;
+beforeAll(async () => {
+  server = http.createServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'image/png' });
+    res.end(Buffer.from('png bytes'));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  port = (server.address() as AddressInfo).port;
+});
+afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+describe('GraphClient.download', () => {
+  it('refuses a download URL whose host resolves to a private address, checked at connect time', async () => {
+    const graph = new GraphClient({ baseUrl: 'http://127.0.0.1:1', version: 'v23.0' });
+    try {
+      const err = await graph
+        .download(`http://localhost:${port}/media/1`, { token: 't', maxBytes: 1024 })
+        .catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(GraphError);
+      expect((err as GraphError).message).toMatch(/private or reserved address/);
+    } finally {
+      await graph.close();
+    }
+  });
+
+  it('downloads from a private address only with ALLOW_PRIVATE_TARGETS, within the size cap', async () => {
+    const graph = new GraphClient({
+      baseUrl: 'http://127.0.0.1:1',
+      version: 'v23.0',
+      allowPrivateDownloads: true,
+    });
+    try {
+      const file = await graph.download(`http://localhost:${port}/media/1`, {
+        token: 't',
+        maxBytes: 1024,
+      });
+      expect(file).toEqual({ bytes: Buffer.from('png bytes'), contentType: 'image/png' });
+      const tooBig = await graph
+        .download(`http://localhost:${port}/media/1`, { token: 't', maxBytes: 4 })
+        .catch((e: unknown) => e);
+      expect((tooBig as GraphError).httpStatus).toBe(413);
+    } finally {
+      await graph.close();
+    }
+  });
+});
