@@ -169,6 +169,10 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
           graph,
           phoneNumberId: String(row.settings.phone_number_id),
           accessToken: secrets.access_token!,
+          onCredentialsRefused: (reason) =>
+            void connections
+              .recordRefusal(row.account_id, row.channel, reason)
+              .catch(() => undefined),
         }),
     },
     cache: caches.connection,

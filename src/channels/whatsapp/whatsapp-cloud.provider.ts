@@ -6,7 +6,15 @@ export interface WhatsAppCloudOptions {
   graph: GraphClient;
   phoneNumberId: string;
   accessToken: string;
+  /**
+   * Told when Graph refuses the connection's credentials themselves (an expired or revoked
+   * token, a permission taken away), so that the connection can show it.
+   */
+  onCredentialsRefused?: (reason: string) => void;
 }
+
+/** Graph codes that mean the token itself is refused: OAuthException and permission errors. */
+const CREDENTIAL_CODES: ReadonlySet<number> = new Set([102, 190, 10, 200]);
 
 /** Meta's answer to a send: `messages[0].id` (a `wamid.…`) names the message in status webhooks. */
 interface SendAnswer {
@@ -33,6 +41,8 @@ export class WhatsAppCloudProvider implements ChannelProvider {
       );
     } catch (err) {
       if (!(err instanceof GraphError)) throw err;
+      if (err.code !== null && CREDENTIAL_CODES.has(err.code))
+        this.opts.onCredentialsRefused?.(err.describe());
       return outcomeOfError(err);
     }
     const id = answer.messages?.[0]?.id;
