@@ -33,6 +33,9 @@ export interface E2E {
   media: Awaited<ReturnType<typeof startHttpsServer>>;
   /** Where the app listens (webhooks arrive here over HTTP, as Meta sends them). */
   url: string;
+  /** The file's own database, and the key its connections' secrets are sealed under. */
+  databaseUrl: string;
+  secretsKey: Buffer;
   close(): Promise<void>;
 }
 
@@ -49,13 +52,14 @@ export async function startE2E(config: Partial<AppConfig> = {}): Promise<E2E> {
         return { status: 404, headers: { 'content-type': 'text/plain' }, body: 'not found' };
     }
   });
+  const secretsKey = randomBytes(32);
   const t = await startTestApp({
     databaseUrl: db.url,
     config: {
       metaGraphUrl: graph.url,
       metaGraphVersion: 'v23.0',
       publicUrl: PUBLIC_URL,
-      secretsKey: randomBytes(32),
+      secretsKey,
       ...config,
     },
   });
@@ -66,6 +70,8 @@ export async function startE2E(config: Partial<AppConfig> = {}): Promise<E2E> {
     graph,
     media,
     url: `http://127.0.0.1:${port}`,
+    databaseUrl: db.url,
+    secretsKey,
     close: async () => {
       await t.close();
       await media.close();
