@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { SEND_LEASE_MS, SEND_RETRY_DELAYS_MS } from '../../src/messages/send-pipeline.js';
 import { freezeClock } from '../broadcasts/broadcast-helpers.js';
 import { META_ERRORS } from '../fake-graph/server.js';
-import { statusWebhook, waStatus } from '../fake-graph/webhooks.js';
+import { statusWebhook, templateStatusWebhook, waStatus } from '../fake-graph/webhooks.js';
 import {
   approvedTemplate,
   business,
@@ -184,6 +184,81 @@ describe('POST /v1/messages/send on a WhatsApp connection: the four types', () =
     expect(res.json().error.details.map((d: { field: string }) => d.field)).toContain('media_url');
     expect(e.graph.find(c.sendMatcher)).toEqual([]);
     expect(await outboundRows(e, c.acc.accountId)).toEqual([]);
+  });
+});
+
+describe('the connection behind the sends', () => {
+  it('a template submitted to Meta through the API, approved by its status webhook, then sent', async () => {
+    const c = await connectedAccount(e);
+    const contact = await createContact(c.acc);
+    const name = `welcome_${contact.id.slice(-8).toLowerCase()}`;
+    const created = await c.acc.call({
+      method: 'POST',
+      url: '/v1/templates',
+      payload: { name, body: 'Welcome, {{1}}!', language: 'en_US' },
+    });
+    expect(created.statusCode, created.body).toBe(201);
+    expect(created.json()).toMatchObject({ status: 'pending' });
+    const [submitted] = e.graph.templatesOf(c.businessAccountId);
+    expect(submitted).toMatchObject({ name, language: 'en_US', status: 'PENDING' });
+    const body = {
+      contact_id: contact.id,
+      type: 'template',
+      template_name: name,
+      template_params: ['Ada'],
+    };
+    // Not approved yet: refused before anything is stored or sent.
+    expect((await send(c, body)).statusCode).toBe(422);
+    expect(e.graph.find(c.sendMatcher)).toEqual([]);
+
+    await deliver(
+      c,
+      templateStatusWebhook(c.businessAccountId, {
+        templateId: submitted!.id,
+        name,
+        language: 'en_US',
+        event: 'APPROVED',
+      }),
+    );
+    await drain(e, c.acc.accountId);
+    const res = await send(c, body);
+    expect(res.statusCode, res.body).toBe(201);
+    expect(res.json()).toMatchObject({ status: 'sent', content: 'Welcome, Ada!' });
+    expect(e.graph.find(c.sendMatcher).map((r) => r.body.toString('utf8'))).toEqual([
+      whatsappBody(contact.phone, 'template', {
+        name,
+        language: { code: 'en_US' },
+        components: [{ type: 'body', parameters: [{ type: 'text', text: 'Ada' }] }],
+      }),
+    ]);
+  });
+
+  it('new credentials take effect at the next send; the old token is never used again', async () => {
+    const { c, contact } = await withWindow();
+    const newToken = `EAAG${contact.id.slice(-12)}rotated`;
+    e.graph.addPhoneNumber({
+      id: c.phoneNumberId,
+      token: newToken,
+      display_phone_number: '+1 555-010-4477',
+      verified_name: 'E2E Shop',
+      business_account_id: c.businessAccountId,
+    });
+    const put = await c.acc.call({
+      method: 'PUT',
+      url: '/v1/channels/whatsapp',
+      payload: {
+        provider: 'whatsapp_cloud',
+        phone_number_id: c.phoneNumberId,
+        business_account_id: c.businessAccountId,
+        access_token: newToken,
+        app_secret: c.appSecret,
+      },
+    });
+    expect(put.statusCode, put.body).toBe(200);
+    expect(put.json().id).toBe(c.connection.id);
+    const res = await send(c, { contact_id: contact.id, type: 'text', content: 'new token' });
+    expect(res.json()).toMatchObject({ status: 'sent' });
+    expect(e.graph.find(c.sendMatcher).map((r) => r.token)).toEqual([newToken]);
   });
 });
 
