@@ -233,6 +233,43 @@ describe('the connection behind the sends', () => {
     ]);
   });
 
+  it('a send Graph refuses for the token fails, and the connection shows the refusal until reconnected', async () => {
+    const { c, contact } = await withWindow();
+    e.graph.failNext(c.sendMatcher, 1, META_ERRORS.expiredToken);
+    const res = await send(c, { contact_id: contact.id, type: 'text', content: 'token?' });
+    expect(res.statusCode, res.body).toBe(201);
+    const said = '(#190) Error validating access token: Session has expired';
+    expect(res.json()).toMatchObject({ status: 'failed', failure_reason: said });
+    const channel = await c.acc.call({ method: 'GET', url: '/v1/channels/whatsapp' });
+    expect(channel.json()).toMatchObject({
+      id: c.connection.id,
+      status: 'error',
+      error: said,
+    });
+    expect(channel.body).not.toContain(c.accessToken);
+    const again = await c.acc.call({
+      method: 'PUT',
+      url: '/v1/channels/whatsapp',
+      payload: {
+        provider: 'whatsapp_cloud',
+        phone_number_id: c.phoneNumberId,
+        business_account_id: c.businessAccountId,
+        access_token: c.accessToken,
+        app_secret: c.appSecret,
+      },
+    });
+    expect(again.json()).toMatchObject({ status: 'active', error: null });
+  });
+
+  it('other final refusals leave the connection active', async () => {
+    const { c, contact } = await withWindow();
+    e.graph.failNext(c.sendMatcher, 1, META_ERRORS.undeliverable);
+    const res = await send(c, { contact_id: contact.id, type: 'text', content: 'x' });
+    expect(res.json()).toMatchObject({ status: 'failed' });
+    const channel = await c.acc.call({ method: 'GET', url: '/v1/channels/whatsapp' });
+    expect(channel.json()).toMatchObject({ status: 'active', error: null });
+  });
+
   it('new credentials take effect at the next send; the old token is never used again', async () => {
     const { c, contact } = await withWindow();
     const newToken = `EAAG${contact.id.slice(-12)}rotated`;

@@ -1,11 +1,21 @@
 import type { ChannelProvider, OutboundMessage, SendOutcome } from '../channel.js';
-import { GraphError, classifyGraphError, type GraphClient } from '../meta/graph-client.js';
+import {
+  GraphError,
+  TOKEN_CODES,
+  classifyGraphError,
+  type GraphClient,
+} from '../meta/graph-client.js';
 import { buildWhatsAppRequest } from './requests.js';
 
 export interface WhatsAppCloudOptions {
   graph: GraphClient;
   phoneNumberId: string;
   accessToken: string;
+  /**
+   * Told when Graph refuses the access token itself (expired, revoked), with Graph's words, so
+   * that the connection shows the refusal until it is connected again. Must not throw.
+   */
+  tokenRefused?: (reason: string) => Promise<void>;
 }
 
 /** Meta's answer to a send: `messages[0].id` (a `wamid.…`) names the message in status webhooks. */
@@ -33,6 +43,8 @@ export class WhatsAppCloudProvider implements ChannelProvider {
       );
     } catch (err) {
       if (!(err instanceof GraphError)) throw err;
+      if (err.code !== null && TOKEN_CODES.has(err.code))
+        await this.opts.tokenRefused?.(err.describe());
       return outcomeOfError(err);
     }
     const id = answer.messages?.[0]?.id;
