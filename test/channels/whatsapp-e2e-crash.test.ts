@@ -132,4 +132,4 @@ it('an API process killed between the commit and Graph’s answer: a runner send
   expect(rows[0]!.provider_message_id).toMatch(/^wamid\./);
   expect(await jobsOf(e, c.acc.accountId)).toEqual([]);
   expect(await events(e, c.acc.accountId, 'message.failed')).toEqual([]);
-}, 60_000);
+}, 120_000);
