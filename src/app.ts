@@ -117,6 +117,7 @@ export interface AppDeps {
 /** Every service, built once from the few repositories and adapters each one uses. */
 export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
   const { db, clock, config } = deps;
+  const log = deps.log ?? pino({ level: config.logLevel });
   const tx = new Transactor(db);
   const outbox = new Outbox(clock);
   const jobs = new JobQueue(clock);
@@ -169,10 +170,13 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
           graph,
           phoneNumberId: String(row.settings.phone_number_id),
           accessToken: secrets.access_token!,
-          onCredentialsRefused: (reason) =>
-            void connections
+          // The connection shows Graph's refusal of its token until it is connected again.
+          tokenRefused: (reason) =>
+            connections
               .recordRefusal(row.account_id, row.channel, reason)
-              .catch(() => undefined),
+              .catch((err: unknown) =>
+                log.error({ err, connection: row.id }, 'recording a refused token failed'),
+              ),
         }),
     },
     cache: caches.connection,
@@ -293,7 +297,7 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     graph,
     mediaMaxBytes: config.mediaMaxBytes,
     clock,
-    log: deps.log ?? pino({ level: config.logLevel }),
+    log,
   });
   const jobHandlers = [
     sandboxStatusJob(messages),

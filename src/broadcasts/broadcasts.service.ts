@@ -104,6 +104,9 @@ export class BroadcastsService {
         throw new ValidationError('scheduled_at', 'must be at least 5 minutes in the future');
       }
     }
+    // A channel that cannot send (not connected, with the sandbox off) is refused now, as a
+    // single send is, rather than accepted and failed later.
+    await this.deps.providers.resolve(scope.accountId, body.channel);
     return this.deps.tx.run(scope, async (trx) => {
       if (body.message.type === 'template') {
         // Checked now (404 unknown, 422 not approved or wrong parameters) and again when sending starts.

@@ -287,3 +287,27 @@ describe('WhatsApp Cloud provider: outcomes by Graph error code', () => {
     expect(graph.last(SEND)?.headers.authorization).toBe('Bearer revoked');
   });
 });
+
+describe('WhatsApp Cloud provider: a refused token', () => {
+  it('is reported to tokenRefused with Graph’s words (190 and 102 only), and the send fails', async () => {
+    const refused: string[] = [];
+    const reporting = new WhatsAppCloudProvider({
+      graph: client,
+      phoneNumberId: PHONE.id,
+      accessToken: PHONE.token,
+      tokenRefused: async (reason) => {
+        refused.push(reason);
+      },
+    });
+    graph.failNext(SEND, 1, META_ERRORS.expiredToken);
+    expect(await reporting.send(message(), signal())).toEqual({
+      status: 'failed',
+      reason: '(#190) Error validating access token: Session has expired',
+    });
+    graph.failNext(SEND, 1, META_ERRORS.undeliverable);
+    graph.failNext(SEND, 1, META_ERRORS.rateLimitHit);
+    await reporting.send(message(), signal());
+    await reporting.send(message(), signal());
+    expect(refused).toEqual(['(#190) Error validating access token: Session has expired']);
+  });
+});

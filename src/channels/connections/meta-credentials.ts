@@ -1,5 +1,10 @@
 import { AppError, Unavailable } from '../../errors.js';
-import { GraphError, classifyGraphError, type GraphClient } from '../meta/graph-client.js';
+import {
+  GraphError,
+  TOKEN_CODES,
+  classifyGraphError,
+  type GraphClient,
+} from '../meta/graph-client.js';
 import type {
   InstagramConnectBody,
   MessengerConnectBody,
@@ -13,9 +18,6 @@ export interface CheckedMetaCredentials {
   settings: Record<string, unknown>;
   secrets: Record<string, string>;
 }
-
-/** Graph's "this token is not valid" codes: the token is at fault rather than the id. */
-const TOKEN_CODES: ReadonlySet<number> = new Set([102, 190]);
 
 /**
  * Checks Meta credentials with one Graph call before anything is stored: the phone number

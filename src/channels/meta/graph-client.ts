@@ -32,6 +32,8 @@ export class GraphError extends Error {
 
 /** Graph error codes that mean "slow down": retried after a pause. */
 export const THROTTLING_CODES: ReadonlySet<number> = new Set([4, 80007, 130429, 131056]);
+/** Graph's "this token is not valid" codes (expired, revoked, unparsable): our credentials are at fault. */
+export const TOKEN_CODES: ReadonlySet<number> = new Set([102, 190]);
 /** Graph error codes that mean "try again": a temporary fault on Meta's side. */
 export const TRANSIENT_CODES: ReadonlySet<number> = new Set([1, 2]);
 

@@ -1,5 +1,10 @@
 import type { ChannelProvider, OutboundMessage, SendOutcome } from '../channel.js';
-import { GraphError, classifyGraphError, type GraphClient } from '../meta/graph-client.js';
+import {
+  GraphError,
+  TOKEN_CODES,
+  classifyGraphError,
+  type GraphClient,
+} from '../meta/graph-client.js';
 import { buildWhatsAppRequest } from './requests.js';
 
 export interface WhatsAppCloudOptions {
@@ -7,14 +12,11 @@ export interface WhatsAppCloudOptions {
   phoneNumberId: string;
   accessToken: string;
   /**
-   * Told when Graph refuses the connection's credentials themselves (an expired or revoked
-   * token, a permission taken away), so that the connection can show it.
+   * Told when Graph refuses the access token itself (expired, revoked), with Graph's words, so
+   * that the connection shows the refusal until it is connected again. Must not throw.
    */
-  onCredentialsRefused?: (reason: string) => void;
+  tokenRefused?: (reason: string) => Promise<void>;
 }
-
-/** Graph codes that mean the token itself is refused: OAuthException and permission errors. */
-const CREDENTIAL_CODES: ReadonlySet<number> = new Set([102, 190, 10, 200]);
 
 /** Meta's answer to a send: `messages[0].id` (a `wamid.…`) names the message in status webhooks. */
 interface SendAnswer {
@@ -41,8 +43,8 @@ export class WhatsAppCloudProvider implements ChannelProvider {
       );
     } catch (err) {
       if (!(err instanceof GraphError)) throw err;
-      if (err.code !== null && CREDENTIAL_CODES.has(err.code))
-        this.opts.onCredentialsRefused?.(err.describe());
+      if (err.code !== null && TOKEN_CODES.has(err.code))
+        await this.opts.tokenRefused?.(err.describe());
       return outcomeOfError(err);
     }
     const id = answer.messages?.[0]?.id;

@@ -1,0 +1,192 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { SEND_RETRY_DELAYS_MS } from '../../src/messages/send-pipeline.js';
+import { freezeClock, messagesOf, recipientsOf } from '../broadcasts/broadcast-helpers.js';
+import { META_ERRORS, type RecordedGraphRequest } from '../fake-graph/server.js';
+import { statusWebhook, waStatus } from '../fake-graph/webhooks.js';
+import {
+  approvedTemplate,
+  business,
+  connectedAccount,
+  contactWrites,
+  deliver,
+  drain,
+  events,
+  jobsOf,
+  startE2E,
+  whatsappBody,
+  type Connected,
+  type E2E,
+} from './whatsapp-e2e-helpers.js';
+import { randomPhone } from '../helpers.js';
+
+const RECIPIENTS = 7;
+
+let e: E2E;
+beforeAll(async () => {
+  // Small batches, so that a broadcast takes several (each one transaction, then its sends).
+  e = await startE2E({ broadcastBatchSize: 3 });
+});
+afterEach(() => e.graph.reset());
+afterAll(() => e?.close());
+
+async function audience(c: Connected, tag: string, n: number) {
+  const contacts: { id: string; phone: string }[] = [];
+  for (let i = 0; i < n; i++) {
+    const res = await c.acc.call({
+      method: 'POST',
+      url: '/v1/contacts',
+      payload: { phone: randomPhone(), tags: [tag] },
+    });
+    expect(res.statusCode, res.body).toBe(201);
+    contacts.push(res.json());
+  }
+  return contacts;
+}
+
+async function broadcast(c: Connected, tag: string, template: string) {
+  const res = await c.acc.call({
+    method: 'POST',
+    url: '/v1/broadcasts',
+    payload: {
+      name: 'Spring sale',
+      channel: 'whatsapp',
+      audience: { tags: [tag] },
+      message: { type: 'template', template_name: template, template_params: ['20%'] },
+    },
+  });
+  expect(res.statusCode, res.body).toBe(201);
+  return res.json<{ id: string }>();
+}
+
+async function getBroadcast(c: Connected, id: string) {
+  const res = await c.acc.call({ method: 'GET', url: `/v1/broadcasts/${id}` });
+  expect(res.statusCode, res.body).toBe(200);
+  return res.json();
+}
+
+const toOf = (r: RecordedGraphRequest) => (r.json as { to: string }).to;
+
+describe('a template broadcast on a WhatsApp connection', () => {
+  it('every recipient is sent exactly one request with the template, and counted sent', async () => {
+    const c = await connectedAccount(e);
+    const tpl = await approvedTemplate(e, c, 'Our spring sale: {{1}} off everything');
+    const contacts = await audience(c, 'spring', RECIPIENTS);
+    const b = await broadcast(c, 'spring', tpl.name);
+    await drain(e, c.acc.accountId);
+
+    const reqs = e.graph.find(c.sendMatcher);
+    expect(reqs.map(toOf).sort()).toEqual(contacts.map((x) => x.phone.slice(1)).sort());
+    for (const r of reqs) {
+      expect(r.headers.authorization).toBe(`Bearer ${c.accessToken}`);
+      expect(r.body.toString('utf8')).toBe(
+        whatsappBody(toOf(r), 'template', {
+          name: tpl.name,
+          language: { code: 'en_US' },
+          components: [{ type: 'body', parameters: [{ type: 'text', text: '20%' }] }],
+        }),
+      );
+    }
+    const done = await getBroadcast(c, b.id);
+    expect(done).toMatchObject({
+      status: 'sent',
+      stats: { sent: RECIPIENTS, delivered: 0, read: 0, replied: 0, failed: 0 },
+      failure_reason: null,
+    });
+    const messages = await messagesOf(e.t.db, c.acc.accountId, b.id);
+    expect(messages).toHaveLength(RECIPIENTS);
+    expect(messages.every((m) => m.status === 'sent' && m.channel === 'whatsapp')).toBe(true);
+    expect(messages[0]!.content).toBe('Our spring sale: 20% off everything');
+    const ids = await e.t.db
+      .selectFrom('messages')
+      .select('provider_message_id')
+      .where('account_id', '=', c.acc.accountId)
+      .where('broadcast_id', '=', b.id)
+      .execute();
+    expect(new Set(ids.map((r) => r.provider_message_id)).size).toBe(RECIPIENTS);
+    expect(await jobsOf(e, c.acc.accountId)).toEqual([]);
+    expect(await events(e, c.acc.accountId, 'broadcast.completed')).toHaveLength(1);
+
+    // Meta's reports on the broadcast's messages, and a reply, reach its stats.
+    const first = await e.t.db
+      .selectFrom('messages')
+      .select('provider_message_id')
+      .where('account_id', '=', c.acc.accountId)
+      .where('broadcast_id', '=', b.id)
+      .orderBy('id')
+      .execute();
+    const to = contacts[0]!.phone.slice(1);
+    await deliver(
+      c,
+      statusWebhook(
+        business(c),
+        waStatus.delivered(first[0]!.provider_message_id!, to),
+        waStatus.read(first[1]!.provider_message_id!, to),
+      ),
+    );
+    await contactWrites(e, c, contacts[2]!, 'yes please');
+    await drain(e, c.acc.accountId);
+    expect((await getBroadcast(c, b.id)).stats).toEqual({
+      sent: RECIPIENTS,
+      delivered: 2,
+      read: 1,
+      replied: 1,
+      failed: 0,
+    });
+  });
+
+  it('a recipient Meta refuses for good is counted failed; one throttled is sent on retry', async () => {
+    const c = await connectedAccount(e);
+    const tpl = await approvedTemplate(e, c, 'Our spring sale: {{1}} off everything');
+    const contacts = await audience(c, 'mixed', RECIPIENTS);
+    const [refused, throttled] = [contacts[1]!, contacts[5]!];
+    e.graph.failNext((r) => toOf(r) === refused.phone.slice(1), 1, META_ERRORS.undeliverable);
+    e.graph.failNext((r) => toOf(r) === throttled.phone.slice(1), 1, META_ERRORS.pairRateLimit);
+    const restore = freezeClock(e.t.clock);
+    try {
+      const b = await broadcast(c, 'mixed', tpl.name);
+      await drain(e, c.acc.accountId);
+
+      expect(await getBroadcast(c, b.id)).toMatchObject({
+        status: 'sent',
+        stats: { sent: RECIPIENTS - 2, failed: 1 },
+      });
+      // The throttled one waits for its retry: on the schedule, not before.
+      e.t.clock.advance(SEND_RETRY_DELAYS_MS[0]! - 1);
+      expect(await drain(e, c.acc.accountId)).toBe(0);
+      e.t.clock.advance(1);
+      expect(await drain(e, c.acc.accountId)).toBe(1);
+
+      const counts = new Map<string, number>();
+      for (const r of e.graph.find(c.sendMatcher))
+        counts.set(toOf(r), (counts.get(toOf(r)) ?? 0) + 1);
+      expect(Object.fromEntries(counts)).toEqual(
+        Object.fromEntries(contacts.map((x) => [x.phone.slice(1), x.id === throttled.id ? 2 : 1])),
+      );
+      expect(await getBroadcast(c, b.id)).toMatchObject({
+        status: 'sent',
+        stats: { sent: RECIPIENTS - 1, delivered: 0, read: 0, failed: 1 },
+      });
+      const messages = await messagesOf(e.t.db, c.acc.accountId, b.id);
+      expect(messages).toHaveLength(RECIPIENTS);
+      expect(messages.find((m) => m.contact_id === refused.id)!.status).toBe('failed');
+      expect(messages.filter((m) => m.status === 'sent')).toHaveLength(RECIPIENTS - 1);
+      const rows = await e.t.db
+        .selectFrom('messages')
+        .select(['id', 'failure_reason'])
+        .where('account_id', '=', c.acc.accountId)
+        .where('broadcast_id', '=', b.id)
+        .where('status', '=', 'failed')
+        .execute();
+      expect(rows.map((r) => r.failure_reason)).toEqual(['(#131026) Message undeliverable']);
+      expect((await events(e, c.acc.accountId, 'message.failed')).map((x) => x.data)).toEqual([
+        expect.objectContaining({ id: rows[0]!.id, status: 'failed' }),
+      ]);
+      const recipients = await recipientsOf(e.t.db, c.acc.accountId, b.id);
+      expect(recipients).toHaveLength(RECIPIENTS);
+      expect(recipients.every((r) => r.message_id !== null)).toBe(true);
+      expect(await jobsOf(e, c.acc.accountId)).toEqual([]);
+    } finally {
+      restore();
+    }
+  });
+});
