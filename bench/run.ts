@@ -5,9 +5,11 @@
  * for other service settings: `Suite.serviceEnv`); see bench/lib/settings.ts for the BENCH_*
  * environment variables.
  */
+import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { errMessage } from './lib/child.js';
+import { startFakeGraph, type FakeGraph } from './lib/graph.js';
 import { machineInfo } from './lib/report.js';
 import { startService, type ServiceHandle } from './lib/service.js';
 import { SettingsError, loadSettings } from './lib/settings.js';
@@ -36,6 +38,10 @@ function usage(): string {
     '  BENCH_BROADCAST_READ_RATE (/s, 0 = unthrottled); BROADCAST_BATCH_SIZE passes to the service',
     'both:       BENCH_WAIT_TIMEOUT (s, 900): bound on waiting for deliveries / the fan-out',
     'search:     BENCH_SEARCH_CONTACTS (1000000): contacts in the searched account',
+    'whatsapp-*: BENCH_WHATSAPP_CONTACTS (100000): broadcast audience; BENCH_INBOUND_MESSAGES (10000),',
+    '  BENCH_INBOUND_SENDERS (1000), BENCH_INBOUND_PER_WEBHOOK (1), BENCH_INBOUND_CONNECTIONS (20)',
+    'BENCH_SERVICE_ROOT: run the service built in another checkout (e.g. an older commit; suites',
+    '  measure what that build supports)',
   ].join('\n');
 }
 
@@ -95,17 +101,37 @@ async function main(args: string[]): Promise<number> {
   try {
     // Consecutive suites with the same serviceEnv share a service; another serviceEnv gets a
     // new one (and a fresh embedded store), so settings and background work never cross suites.
-    let current = null as { key: string; service: ServiceHandle } | null;
+    let current = null as {
+      key: string;
+      service: ServiceHandle;
+      graph: FakeGraph | null;
+    } | null;
     for (const suite of selected) {
-      const extraEnv = suite.serviceEnv ?? {};
-      const key = JSON.stringify(Object.entries(extraEnv).sort(([a], [b]) => a.localeCompare(b)));
+      const suiteEnv = suite.serviceEnv ?? {};
+      const key = JSON.stringify([
+        Object.entries(suiteEnv).sort(([a], [b]) => a.localeCompare(b)),
+        suite.fakeGraph === true,
+      ]);
       if (current?.key !== key) {
         if (current) {
           log('\nstopping the service: the next suite runs it with other settings');
           await current.service.stop();
+          await current.graph?.stop();
+        }
+        // A fake Graph API first, when the suite needs one: the service is pointed at it, with
+        // a throwaway key to seal the connections' secrets (never printed).
+        let graph: FakeGraph | null = null;
+        const extraEnv: Record<string, string> = { ...suiteEnv };
+        if (suite.fakeGraph) {
+          const startingGraph = startFakeGraph(projectRoot);
+          cleanups.push(async () => (await startingGraph.catch(() => null))?.stop());
+          graph = await startingGraph;
+          extraEnv.META_GRAPH_URL = graph.url;
+          extraEnv.SECRETS_KEY = randomBytes(32).toString('base64');
+          log(`fake Graph API: bench/lib/graph-server.ts in its own process on ${graph.url}`);
         }
         const starting = startService({
-          projectRoot,
+          projectRoot: settings.serviceRoot ?? projectRoot,
           databaseUrl: settings.databaseUrl,
           log,
           extraEnv,
@@ -113,19 +139,23 @@ async function main(args: string[]): Promise<number> {
         // Registered before the start completes, so that a signal during startup still stops it.
         cleanups.push(async () => (await starting.catch(() => null))?.stop());
         const service = await starting;
-        const extra = Object.entries(extraEnv).map(([name, value]) => `${name}=${value}`);
+        const extra = Object.entries(extraEnv).map(
+          ([name, value]) => `${name}=${name === 'SECRETS_KEY' ? '(random)' : value}`,
+        );
         log(`database: ${service.database}`);
         log(
-          `service: node dist/main.js on ${service.url} (LOG_LEVEL=warn, in-memory rate limiter` +
+          `service: node ${settings.serviceRoot === null ? '' : `${settings.serviceRoot}/`}dist/main.js ` +
+            `on ${service.url} (LOG_LEVEL=warn, in-memory rate limiter` +
             `${extra.length > 0 ? `; ${extra.join(' ')}` : ''})`,
         );
-        current = { key, service };
+        current = { key, service, graph };
       }
 
       const ctx: BenchContext = {
         projectRoot,
         settings,
         service: current.service,
+        graph: current.graph,
         log,
         defer: (cleanup) => void cleanups.push(cleanup),
       };

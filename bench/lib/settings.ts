@@ -1,3 +1,6 @@
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+
 /** Harness settings, read once from the environment and validated (a bad value stops the run). */
 export interface Settings {
   /** Seconds per measured run (BENCH_DURATION, default 10). */
@@ -28,6 +31,18 @@ export interface Settings {
   broadcastReadRate: number;
   /** search suite: contacts in the searched account (BENCH_SEARCH_CONTACTS, 1,000,000). */
   searchContacts: number;
+  /** whatsapp-broadcast suite: recipients of the broadcast (BENCH_WHATSAPP_CONTACTS, 100,000). */
+  whatsappContacts: number;
+  /** whatsapp-inbound suite: messages Meta posts (BENCH_INBOUND_MESSAGES, 10,000). */
+  inboundMessages: number;
+  /** whatsapp-inbound suite: distinct senders, unknown until they write (BENCH_INBOUND_SENDERS, 1,000). */
+  inboundSenders: number;
+  /** whatsapp-inbound suite: messages in one webhook (BENCH_INBOUND_PER_WEBHOOK, 1). */
+  inboundPerWebhook: number;
+  /** whatsapp-inbound suite: webhook POSTs in flight at once (BENCH_INBOUND_CONNECTIONS, 20). */
+  inboundConnections: number;
+  /** Another checkout whose built service runs instead of this one's (BENCH_SERVICE_ROOT). */
+  serviceRoot: string | null;
   /** webhooks and broadcasts suites: bound on waiting for deliveries / the fan-out (BENCH_WAIT_TIMEOUT, s, 900). */
   waitTimeoutS: number;
 }
@@ -74,7 +89,23 @@ export function loadSettings(env: Env = process.env): Settings {
     broadcastReadRate: readInt(env, 'BENCH_BROADCAST_READ_RATE', 0, 0, 1_000_000),
     searchContacts: readInt(env, 'BENCH_SEARCH_CONTACTS', 1_000_000, 1, 10_000_000),
     waitTimeoutS: readInt(env, 'BENCH_WAIT_TIMEOUT', 900, 10, 7200),
+    whatsappContacts: readInt(env, 'BENCH_WHATSAPP_CONTACTS', 100_000, 1, 5_000_000),
+    inboundMessages: readInt(env, 'BENCH_INBOUND_MESSAGES', 10_000, 1, 1_000_000),
+    inboundSenders: readInt(env, 'BENCH_INBOUND_SENDERS', 1_000, 1, 1_000_000),
+    inboundPerWebhook: readInt(env, 'BENCH_INBOUND_PER_WEBHOOK', 1, 1, 1_000),
+    inboundConnections: readInt(env, 'BENCH_INBOUND_CONNECTIONS', 20, 1, 1000),
+    serviceRoot: readServiceRoot(env),
   };
+}
+
+function readServiceRoot(env: Env): string | null {
+  const raw = env.BENCH_SERVICE_ROOT;
+  if (raw === undefined || raw === '') return null;
+  const root = path.resolve(raw);
+  if (!existsSync(path.join(root, 'dist', 'main.js'))) {
+    throw new SettingsError(`BENCH_SERVICE_ROOT: ${root}/dist/main.js not found (build it first)`);
+  }
+  return root;
 }
 
 /** The URL without its password, for printing. */

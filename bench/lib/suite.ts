@@ -1,3 +1,4 @@
+import type { FakeGraph } from './graph.js';
 import type { ServiceHandle } from './service.js';
 import type { Settings } from './settings.js';
 
@@ -11,6 +12,8 @@ export interface BenchContext {
    * `serviceEnv` (or none) share one; see `Suite.serviceEnv`.
    */
   service: ServiceHandle;
+  /** The fake Graph API the service is pointed at (META_GRAPH_URL), for suites with `fakeGraph`. */
+  graph: FakeGraph | null;
   /** Prints a line of the report. */
   log: (line: string) => void;
   /** Registers a cleanup run when the suite ends, on errors and signals too (last in, first out). */
@@ -27,5 +30,10 @@ export interface Suite {
    * embedded store), so that settings and leftover background work never cross suites.
    */
   serviceEnv?: Readonly<Record<string, string>>;
+  /**
+   * The service talks to a fake Graph API (bench/lib/graph.ts), started before it in its own
+   * process, with META_GRAPH_URL and a random SECRETS_KEY; consecutive such suites share both.
+   */
+  fakeGraph?: boolean;
   run(ctx: BenchContext): Promise<void>;
 }

@@ -1,15 +1,13 @@
-import { monotonicFactory } from 'ulid';
 import { delay } from '../lib/child.js';
 import { openPool } from '../lib/db.js';
 import { expectJson, stringField } from '../lib/http.js';
 import { runLoad, type LoadFigures, type LoadTarget } from '../lib/load.js';
 import { fmt, fmtInt, formatTable, median } from '../lib/report.js';
 import { RssSampler } from '../lib/rss.js';
-import { benchPhone } from '../lib/seed.js';
+import { insertTaggedContacts } from '../lib/seed.js';
 import type { Suite } from '../lib/suite.js';
 
 const TAG = 'bench-audience';
-const SEED_CHUNK = 10_000;
 const POLL_MS = 250;
 const PROGRESS_EVERY_MS = 5_000;
 const RSS_INTERVAL_MS = 250;
@@ -44,32 +42,13 @@ export const broadcastsSuite: Suite = {
 
     // Seed the audience straight into PostgreSQL, in chunks of one statement each.
     const seedStart = performance.now();
-    const ulid = monotonicFactory();
-    const ids: string[] = [];
-    const createdAt = new Date(Date.now() - 1_000);
-    for (let from = 0; from < n; from += SEED_CHUNK) {
-      const chunk: string[] = [];
-      const phones: string[] = [];
-      const names: string[] = [];
-      for (let i = from; i < Math.min(n, from + SEED_CHUNK); i++) {
-        chunk.push(`con_${ulid()}`);
-        phones.push(benchPhone(646, i));
-        names.push(`Bench Audience ${String(i).padStart(7, '0')}`);
-      }
-      await pool.query(
-        `INSERT INTO contacts (account_id, id, phone, name, tags, custom_fields, created_at, updated_at)
-         SELECT $1, c.id, c.phone, c.name, ARRAY[$2]::text[], '{}'::jsonb, $3, $3
-         FROM unnest($4::text[], $5::text[], $6::text[]) AS c(id, phone, name)`,
-        [account.accountId, TAG, createdAt, chunk, phones, names],
-      );
-      ids.push(...chunk);
-    }
-    await pool.query(
-      `INSERT INTO tags (account_id, name, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
-      [account.accountId, TAG, createdAt],
-    );
-    // Planner statistics for the new rows now, rather than whenever autovacuum gets to them.
-    await pool.query('ANALYZE contacts');
+    const ids = await insertTaggedContacts(pool, {
+      accountId: account.accountId,
+      tag: TAG,
+      count: n,
+      area: 646,
+      namePrefix: 'Bench Audience',
+    });
     const seedS = (performance.now() - seedStart) / 1000;
     const listed = await expectJson(
       200,
@@ -83,7 +62,7 @@ export const broadcastsSuite: Suite = {
     }
     ctx.log(
       `seeded ${fmtInt(n)} contacts tagged "${TAG}" in ${seedS.toFixed(1)} s (bulk SQL insert, ` +
-        `${SEED_CHUNK.toLocaleString('en-US')} rows a statement, then ANALYZE) into account ${account.accountId}`,
+        `10,000 rows a statement, then ANALYZE) into account ${account.accountId}`,
     );
     const batchSize =
       service.extraEnv.BROADCAST_BATCH_SIZE ?? process.env.BROADCAST_BATCH_SIZE ?? '500 (default)';

@@ -4,6 +4,9 @@ import { contactsSuite } from './contacts.js';
 import { messagesSuite } from './messages.js';
 import { searchSuite } from './search.js';
 import { webhooksSuite } from './webhooks.js';
+import { whatsappBroadcastSuite } from './whatsapp-broadcast.js';
+import { whatsappInboundSuite } from './whatsapp-inbound.js';
+import { whatsappSendSuite } from './whatsapp-send.js';
 
 /** Every suite, in the order `bench/run.ts` runs them when none is named. */
 export const suites: readonly Suite[] = [
@@ -12,4 +15,7 @@ export const suites: readonly Suite[] = [
   webhooksSuite,
   broadcastsSuite,
   searchSuite,
+  whatsappSendSuite,
+  whatsappBroadcastSuite,
+  whatsappInboundSuite,
 ];
