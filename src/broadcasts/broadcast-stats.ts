@@ -45,8 +45,15 @@ export class BroadcastStats implements MessageObserver {
       deltas.set(row.broadcast_id, d);
     }
     const now = this.deps.clock.now();
-    for (const [broadcastId, d] of deltas)
-      await this.deps.broadcasts.addStats(trx, accountId, broadcastId, d, now);
+    // In id order, so that concurrent transactions lock broadcasts in one order.
+    for (const broadcastId of [...deltas.keys()].sort())
+      await this.deps.broadcasts.addStats(
+        trx,
+        accountId,
+        broadcastId,
+        deltas.get(broadcastId)!,
+        now,
+      );
   }
 
   async inboundReceived(

@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { Clock } from '../clock.js';
 import type { Tx } from '../db/database.js';
 import { newId } from '../ids.js';
@@ -72,6 +73,18 @@ export class JobQueue {
       })
       .execute();
     return id;
+  }
+
+  /** Deletes finished jobs their callers hold (each under its lease), in one statement. */
+  async finishMany(trx: Tx, jobs: { accountId: string; id: string; lease: Date }[]): Promise<void> {
+    if (jobs.length === 0) return;
+    await sql`
+      DELETE FROM jobs j
+      USING unnest(${jobs.map((j) => j.accountId)}::text[], ${jobs.map((j) => j.id)}::text[],
+                   ${jobs.map((j) => j.lease)}::timestamptz[]) AS v(account_id, id, locked_until)
+      WHERE j.account_id = v.account_id AND j.id = v.id AND j.locked_until = v.locked_until`.execute(
+      trx,
+    );
   }
 
   /**

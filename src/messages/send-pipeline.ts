@@ -5,6 +5,7 @@ import type {
   SendOutcome,
 } from '../channels/channel.js';
 import type { Clock } from '../clock.js';
+import { Batcher } from '../db/batcher.js';
 import type { Db, Tx } from '../db/database.js';
 import type { Channel } from '../db/schema.js';
 import type { Outbox } from '../events/outbox.js';
@@ -59,7 +60,20 @@ export type SendResult = { row: MessageRow | null; outcome: SendOutcome };
  * the job released to try again later. Whoever dies in between, the job's lease ends and a
  * runner sends again (at least once towards the provider; once in our records).
  */
+interface RecordPlan {
+  send: QueuedSend;
+  outcomes: Map<string, SendOutcome>;
+  records: OutboundRecord[];
+  /** Null when nothing is left to try: the job is done. */
+  retry: { afterMs: number; error: string } | null;
+}
+
 export class SendPipeline {
+  private readonly recorder = new Batcher<RecordPlan, MessageRow[]>(
+    (plans) => this.recordMany(plans),
+    { maxBatch: 200, maxConcurrent: 2 },
+  );
+
   constructor(
     private readonly deps: {
       db: Db;
@@ -118,11 +132,8 @@ export class SendPipeline {
     return outcomes;
   }
 
-  private async record(
-    send: QueuedSend,
-    outcomes: Map<string, SendOutcome>,
-  ): Promise<Map<string, SendResult>> {
-    const now = this.deps.clock.now();
+  /** What one attempt's answers mean for its messages and its job. */
+  private plan(send: QueuedSend, outcomes: Map<string, SendOutcome>): RecordPlan {
     const lastAttempt = SEND_RETRY_DELAYS_MS[send.attempt - 1] === undefined;
     const records: OutboundRecord[] = [];
     let retryAfterMs = 0;
@@ -143,30 +154,76 @@ export class SendPipeline {
         retryReason = outcome.reason;
       }
     }
-    const rows = await this.deps.db.transaction().execute(async (trx) => {
-      const changed = await this.deps.messages.recordOutcomes(trx, send.accountId, records, now);
-      await this.afterChange(trx, send.accountId, changed, outcomes);
-      await this.deps.jobs.settle(
-        trx,
-        send.accountId,
-        send.jobId,
-        send.lease,
+    return {
+      send,
+      outcomes,
+      records,
+      retry:
         retryReason === ''
-          ? { done: true }
+          ? null
           : {
-              done: false,
-              retryAt: new Date(
-                now.getTime() + Math.max(retryAfterMs, SEND_RETRY_DELAYS_MS[send.attempt - 1]!),
-              ),
+              afterMs: Math.max(retryAfterMs, SEND_RETRY_DELAYS_MS[send.attempt - 1]!),
               error: retryReason,
             },
-      );
-      return changed;
-    });
-    const byId = new Map(rows.map((c) => [c.row.id, c.row]));
+    };
+  }
+
+  private async record(
+    send: QueuedSend,
+    outcomes: Map<string, SendOutcome>,
+  ): Promise<Map<string, SendResult>> {
+    const changed = await this.recorder.submit(this.plan(send, outcomes));
+    const byId = new Map(changed.map((row) => [row.id, row]));
     const results = new Map<string, SendResult>();
     for (const [id, outcome] of outcomes) results.set(id, { row: byId.get(id) ?? null, outcome });
     return results;
+  }
+
+  /**
+   * Records the answers of many attempts (concurrent API sends) in one transaction: one
+   * UPDATE of the messages per account, one DELETE of the finished jobs, one commit. Should the
+   * group fail, the Batcher records each attempt alone, so that one cannot fail another.
+   */
+  private async recordMany(plans: RecordPlan[]): Promise<MessageRow[][]> {
+    const now = this.deps.clock.now();
+    return this.deps.db.transaction().execute(async (trx) => {
+      const byAccount = new Map<string, RecordPlan[]>();
+      for (const p of plans)
+        byAccount.set(p.send.accountId, [...(byAccount.get(p.send.accountId) ?? []), p]);
+      const changedById = new Map<string, MessageRow>();
+      for (const [accountId, group] of byAccount) {
+        const outcomes = new Map<string, SendOutcome>();
+        for (const p of group) for (const [id, o] of p.outcomes) outcomes.set(id, o);
+        const changed = await this.deps.messages.recordOutcomes(
+          trx,
+          accountId,
+          group.flatMap((p) => p.records),
+          now,
+        );
+        await this.afterChange(trx, accountId, changed, outcomes);
+        for (const c of changed) changedById.set(c.row.id, c.row);
+      }
+      await this.deps.jobs.finishMany(
+        trx,
+        plans
+          .filter((p) => p.retry === null)
+          .map((p) => ({ accountId: p.send.accountId, id: p.send.jobId, lease: p.send.lease })),
+      );
+      for (const p of plans) {
+        if (p.retry === null) continue;
+        await this.deps.jobs.settle(trx, p.send.accountId, p.send.jobId, p.send.lease, {
+          done: false,
+          retryAt: new Date(now.getTime() + p.retry.afterMs),
+          error: p.retry.error,
+        });
+      }
+      return plans.map((p) =>
+        p.records.flatMap((r) => {
+          const row = changedById.get(r.id);
+          return row ? [row] : [];
+        }),
+      );
+    });
   }
 
   /** Marks these messages failed if still queued, with their events, in the caller's transaction. */
