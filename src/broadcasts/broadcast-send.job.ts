@@ -14,18 +14,37 @@ export function broadcastSendJob(broadcasts: BroadcastsService): JobHandler<'bro
       const channel = await broadcasts.channelOf(job.accountId, id);
       if (!channel) return { status: 'done' };
       const interval = broadcasts.batchIntervalMs(channel);
-      const started = performance.now();
-      for (;;) {
+      if (interval > 0) {
+        // Paced: one batch per run, the next when the channel's rate allows.
         const batchStarted = performance.now();
         if ((await broadcasts.sendNextBatch(job.accountId, id)) === 'done')
           return { status: 'done' };
-        if (interval > 0) {
-          return {
-            status: 'continue',
-            afterMs: Math.max(0, interval - (performance.now() - batchStarted)),
-          };
+        return {
+          status: 'continue',
+          afterMs: Math.max(0, interval - (performance.now() - batchStarted)),
+        };
+      }
+      // Unpaced: batch k+1 is recorded while batch k is with the provider (one in flight at
+      // most); the broadcast finishes only after the last dispatch has returned.
+      const started = performance.now();
+      let inFlight: Promise<void> | null = null;
+      try {
+        for (;;) {
+          const step = await broadcasts.queueNextBatch(job.accountId, id, inFlight === null);
+          if (step === 'done') return { status: 'done' };
+          const previous = inFlight;
+          inFlight = null;
+          await previous;
+          if (step === 'drained') continue;
+          inFlight = step.dispatch();
+          if (performance.now() - started > SLICE_MS) {
+            await inFlight;
+            return { status: 'continue', afterMs: 0 };
+          }
         }
-        if (performance.now() - started > SLICE_MS) return { status: 'continue', afterMs: 0 };
+      } finally {
+        // A failure must not leave a dispatch running unobserved past the job's end.
+        await (inFlight)?.catch(() => undefined);
       }
     },
     onDead: (trx, job, lastError) =>

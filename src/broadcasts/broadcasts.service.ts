@@ -194,6 +194,23 @@ export class BroadcastsService {
    * message impossible); a crash after it leaves the send job to a runner when its lease ends.
    */
   async sendNextBatch(accountId: string, id: string): Promise<'more' | 'done'> {
+    const step = await this.queueNextBatch(accountId, id, true);
+    if (step === 'done' || step === 'drained') return 'done';
+    await step.dispatch();
+    return 'more';
+  }
+
+  /**
+   * The first half of a step: the next batch recorded `queued` (or the broadcast finished, when
+   * `mayFinish`; else `drained` says the audience is exhausted), with the call that hands the
+   * batch to the provider. The send job can so record batch k+1 while batch k is with the
+   * provider; it finishes the broadcast only once every dispatch has returned.
+   */
+  async queueNextBatch(
+    accountId: string,
+    id: string,
+    mayFinish: boolean,
+  ): Promise<'done' | 'drained' | { dispatch: () => Promise<void> }> {
     const channel = await this.channelOf(accountId, id);
     if (!channel) return 'done';
     let provider: ChannelProvider;
@@ -256,6 +273,7 @@ export class BroadcastsService {
         this.batchSize(b.channel),
       );
       if (batch.length === 0) {
+        if (!mayFinish) return 'drained';
         const status = b.sent === 0 && b.failed > 0 ? 'failed' : 'sent';
         const done = await this.deps.broadcasts.update(trx, accountId, id, {
           status,
@@ -323,25 +341,28 @@ export class BroadcastsService {
         ),
       };
     });
-    if (step === 'done') return 'done';
-    let accepted = 0;
-    let failed = step.refused;
-    if (step.job) {
-      const rows = await this.deps.messages.dispatch(
-        accountId,
-        channel,
-        step.job,
-        step.messages,
-        provider,
-      );
-      for (const row of rows.values()) {
-        if (row.status === 'failed') failed++;
-        else accepted++;
-      }
-    }
-    // Counted once committed: a batch that rolls back is sent again and must not count twice.
-    this.deps.metrics.broadcastRecipients(accepted, failed);
-    return 'more';
+    if (step === 'done' || step === 'drained') return step;
+    return {
+      dispatch: async () => {
+        let accepted = 0;
+        let failed = step.refused;
+        if (step.job) {
+          const rows = await this.deps.messages.dispatch(
+            accountId,
+            channel,
+            step.job,
+            step.messages,
+            provider,
+          );
+          for (const row of rows.values()) {
+            if (row.status === 'failed') failed++;
+            else accepted++;
+          }
+        }
+        // Counted once committed: a batch that rolls back is sent again and must not count twice.
+        this.deps.metrics.broadcastRecipients(accepted, failed);
+      },
+    };
   }
 
   /**
