@@ -41,6 +41,8 @@ export interface InboundHarness {
   inbound: InboundWebhooksService;
   /** Replace to inject faults; defaults to the test sink over today's MessagesService. */
   sink: { current: InboundSink };
+  /** The default sink (it also keeps the test's channel identities). */
+  testSink: TestMessagesSink;
   templateReports: { accountId: string; report: TemplateStatusReport }[];
   secretBox: SecretBox;
   /** Runs the account's due channel.inbound jobs until none is left. */
@@ -72,6 +74,8 @@ export async function startInboundHarness(opts: { mediaMaxBytes?: number } = {})
     sink: {
       receive: (scope, m) => sink.current.receive(scope, m),
       applyProviderStatus: (scope, u) => sink.current.applyProviderStatus(scope, u),
+      knowsIdentity: (scope, who) => sink.current.knowsIdentity(scope, who),
+      applyStatusUpTo: (scope, r) => sink.current.applyStatusUpTo(scope, r),
     },
     templates: {
       onTemplateStatus: async (accountId, report) => {
@@ -109,6 +113,7 @@ export async function startInboundHarness(opts: { mediaMaxBytes?: number } = {})
     url: `http://127.0.0.1:${address.port}`,
     inbound,
     sink,
+    testSink: defaultSink,
     templateReports,
     secretBox,
     drain: (accountId) =>

@@ -14,7 +14,7 @@ export interface WhatsAppCloudOptions {
 }
 
 /** Graph codes that mean the token itself is refused: OAuthException and permission errors. */
-const CREDENTIAL_CODES: ReadonlySet<number> = new Set([102, 190, 10, 200]);
+export const CREDENTIAL_CODES: ReadonlySet<number> = new Set([102, 190, 10, 200]);
 
 /** Meta's answer to a send: `messages[0].id` (a `wamid.…`) names the message in status webhooks. */
 interface SendAnswer {
