@@ -197,3 +197,69 @@ export async function connectWhatsApp(
   });
   return { ...c, webhookUrl: `${h.url}/channels/${c.id}/webhook` };
 }
+
+export interface PageConnection {
+  id: string;
+  accountId: string;
+  channel: 'messenger' | 'instagram';
+  pageId: string;
+  /** Instagram only: the professional account linked to the Page (what its webhooks name). */
+  instagramAccountId: string | null;
+  /** What the connection's webhooks carry as `entry[].id`. */
+  entryId: string;
+  pageAccessToken: string;
+  appSecret: string;
+  verifyToken: string;
+  webhookUrl: string;
+}
+
+/**
+ * A Messenger or Instagram connection row as the connections API stores it, and its Page
+ * registered at the fake Graph API with the same token.
+ */
+export async function connectPage(
+  h: InboundHarness,
+  accountId: string,
+  channel: 'messenger' | 'instagram',
+): Promise<PageConnection> {
+  const pageId = numericId();
+  const instagramAccountId = channel === 'instagram' ? `1784${numericId()}` : null;
+  const c = {
+    id: `chn_${randomBytes(10).toString('hex')}`,
+    accountId,
+    channel,
+    pageId,
+    instagramAccountId,
+    entryId: instagramAccountId ?? pageId,
+    pageAccessToken: `EAAP${randomBytes(24).toString('hex')}`,
+    appSecret: randomBytes(16).toString('hex'),
+    verifyToken: `vt_${randomBytes(16).toString('hex')}`,
+  };
+  const now = new Date();
+  await h.t.db.transaction().execute((trx) =>
+    new ConnectionsRepository(h.t.db).upsert(trx, {
+      account_id: accountId,
+      id: c.id,
+      channel,
+      provider: channel,
+      status: 'active',
+      error: null,
+      settings: {
+        page_id: pageId,
+        ...(instagramAccountId ? { instagram_account_id: instagramAccountId } : {}),
+        page_name: 'Test Shop',
+      },
+      secrets: h.secretBox.seal({ page_access_token: c.pageAccessToken, app_secret: c.appSecret }),
+      verify_token: c.verifyToken,
+      created_at: now,
+      updated_at: now,
+    }),
+  );
+  h.graph.addPage({
+    id: pageId,
+    token: c.pageAccessToken,
+    name: 'Test Shop',
+    ...(instagramAccountId ? { instagram_account_id: instagramAccountId } : {}),
+  });
+  return { ...c, webhookUrl: `${h.url}/channels/${c.id}/webhook` };
+}

@@ -4,8 +4,8 @@ import type { OutboundMessage } from '../channel.js';
 export type PageChannel = 'messenger' | 'instagram';
 
 const WHO: Record<PageChannel, string> = {
-  messenger: 'a Messenger id (PSID) on this page',
-  instagram: 'an Instagram id (IGSID) on this account',
+  messenger: 'Messenger id (PSID) on this page',
+  instagram: 'Instagram id (IGSID) on this account',
 };
 
 /**
