@@ -301,12 +301,22 @@ describe('Messenger webhooks (object "page")', () => {
   it('a profile Graph cannot read now holds the message back; one refused for good records it unnamed', async () => {
     const later = person({ first_name: 'Grace', last_name: 'Hopper' });
     h.graph.failNext({ method: 'GET', resource: later }, 1, META_ERRORS.apiService);
-    await deliverPage(h, conn, page(fromPerson(later, conn.pageId, pageEvent.text('first'))));
+    await deliverPage(
+      h,
+      conn,
+      page(
+        fromPerson(later, conn.pageId, pageEvent.text('first')),
+        fromPerson(later, conn.pageId, pageEvent.text('then')),
+      ),
+    );
+    // Both wait: the second is not recorded before the first.
     expect(await inboundOf(h, conn.accountId)).toEqual([]);
     h.t.clock.advance(INBOUND_WAIT_DELAYS_MS[0]!);
     await h.drain(conn.accountId);
-    const [m] = await inboundOf(h, conn.accountId);
-    expect(await contactName(h, conn.accountId, m!.contact_id)).toBe('Grace Hopper');
+    const held = await inboundOf(h, conn.accountId);
+    expect(held.map((m) => m.content).sort()).toEqual(['first', 'then']);
+    expect(await contactName(h, conn.accountId, held[0]!.contact_id)).toBe('Grace Hopper');
+    expect(profileLookups(h, later)).toHaveLength(2);
 
     const refused = person();
     h.graph.failNext({ method: 'GET', resource: refused }, 1, META_ERRORS.invalidParameter);

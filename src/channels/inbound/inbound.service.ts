@@ -192,14 +192,22 @@ export class InboundWebhooksService {
           ? this.secretOf(connection, 'page_access_token')
           : null;
 
+    // Senders whose first message waits for their profile: their later ones wait too, in order.
+    const held = new Set<string>();
     for (const parsed of content.messages) {
       let message = parsed;
       if ('identity' in parsed.from) {
-        const named = await this.senderName(scope, connection, token, parsed.from.identity, {
+        const identity = parsed.from.identity;
+        if (held.has(identity)) {
+          waiting.push(`${parsed.providerMessageId} after the earlier messages of ${identity}`);
+          continue;
+        }
+        const named = await this.senderName(scope, connection, token, identity, {
           lastAttempt,
           log,
         });
         if ('wait' in named) {
+          held.add(identity);
           waiting.push(named.wait);
           continue;
         }
