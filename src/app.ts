@@ -16,6 +16,7 @@ import { ContactsService } from './contacts/contacts.service.js';
 import type { Db } from './db/database.js';
 import { ReadCache } from './db/read-cache.js';
 import { Transactor } from './db/transactor.js';
+import { Unavailable } from './errors.js';
 import { Outbox } from './events/outbox.js';
 import { installApiAuth } from './http/auth.js';
 import {
@@ -31,10 +32,16 @@ import type { Channel } from './db/schema.js';
 import { SandboxProvider } from './channels/sandbox/sandbox.provider.js';
 import { sandboxRoutes } from './channels/sandbox/sandbox.routes.js';
 import { sandboxStatusJob } from './channels/sandbox/sandbox-status.job.js';
-import { ConnectionsRepository } from './channels/connections/connections.repository.js';
+import {
+  ConnectionsRepository,
+  type ConnectionRow,
+} from './channels/connections/connections.repository.js';
 import { connectionsRoutes } from './channels/connections/connections.routes.js';
 import { ConnectionsService } from './channels/connections/connections.service.js';
-import { ConnectionProviderResolver } from './channels/connections/provider-resolver.js';
+import {
+  ConnectionProviderResolver,
+  type ProviderFactory,
+} from './channels/connections/provider-resolver.js';
 import { SecretBox } from './channels/connections/secret-box.js';
 import { GraphClient } from './channels/meta/graph-client.js';
 import { InboundWebhooksRepository } from './channels/inbound/inbound.repository.js';
@@ -45,6 +52,7 @@ import { MediaRepository } from './media/media.repository.js';
 import { mediaRoutes } from './media/media.routes.js';
 import { MediaService } from './media/media.service.js';
 import { WhatsAppCloudProvider } from './channels/whatsapp/whatsapp-cloud.provider.js';
+import { PageMessagingProvider } from './channels/meta-pages/page-messaging.provider.js';
 import { WhatsAppTemplates } from './channels/whatsapp/templates.js';
 import { ConversationsRepository } from './conversations/conversations.repository.js';
 import { conversationsRoutes } from './conversations/conversations.routes.js';
@@ -159,24 +167,38 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
   });
   const connectionsRepo = new ConnectionsRepository(db);
   const secretBox = config.secretsKey ? new SecretBox(config.secretsKey) : null;
+  // The connection shows Graph's refusal of its token until it is connected again.
+  const refused = (row: ConnectionRow, reason: string) =>
+    connections
+      .recordRefusal(row.account_id, row.channel, reason)
+      .catch((err: unknown) =>
+        log.error({ err, connection: row.id }, 'recording a refused token failed'),
+      );
+  // Messenger and Instagram both send through the Page's Send API with the page token.
+  const pageProvider =
+    (channel: 'messenger' | 'instagram'): ProviderFactory =>
+    ({ row, secrets }) =>
+      new PageMessagingProvider({
+        graph,
+        channel,
+        pageId: String(row.settings.page_id),
+        pageAccessToken: secrets.page_access_token!,
+        tokenRefused: (reason) => refused(row, reason),
+      });
   const resolver = new ConnectionProviderResolver({
     connections: connectionsRepo,
     secretBox,
     sandbox,
     sandboxEnabled: config.sandboxEnabled,
     factories: {
+      messenger: pageProvider('messenger'),
+      instagram: pageProvider('instagram'),
       whatsapp_cloud: ({ row, secrets }) =>
         new WhatsAppCloudProvider({
           graph,
           phoneNumberId: String(row.settings.phone_number_id),
           accessToken: secrets.access_token!,
-          // The connection shows Graph's refusal of its token until it is connected again.
-          tokenRefused: (reason) =>
-            connections
-              .recordRefusal(row.account_id, row.channel, reason)
-              .catch((err: unknown) =>
-                log.error({ err, connection: row.id }, 'recording a refused token failed'),
-              ),
+          tokenRefused: (reason) => refused(row, reason),
         }),
     },
     cache: caches.connection,
@@ -280,9 +302,15 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     // Provider messages and reports take the path, and emit the events, of every other.
     sink: {
       receive: async (scope, m) => {
-        await messages.receive(scope, m);
+        const from = m.from;
+        if ('identity' in from) throw identitiesNotYet();
+        await messages.receive(scope, { ...m, from });
         return 'recorded';
       },
+      // Issue 12: MessagesService implements these once contacts carry identities; until then a
+      // Messenger or Instagram webhook is retried rather than lost.
+      knowsIdentity: () => Promise.reject(identitiesNotYet()),
+      applyStatusUpTo: () => Promise.reject(identitiesNotYet()),
       applyProviderStatus: async (scope, u) =>
         (await messages.applyProviderStatus(scope, { ...u, reason: u.reason ?? undefined }))
           ? 'applied'
@@ -448,4 +476,9 @@ export async function buildApp(
     );
   }
   return { app, services };
+}
+
+/** Messenger and Instagram senders are contacts by identity, which MessagesService does not take yet. */
+function identitiesNotYet(): Unavailable {
+  return new Unavailable('contacts by channel identity are not available yet', 60);
 }

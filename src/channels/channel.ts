@@ -23,6 +23,11 @@ export interface OutboundMessage {
     contactId: string;
     /** E.164 with its `+`; the WhatsApp address. */
     phone: string | null;
+    /**
+     * The contact's id on this channel's provider (a PSID on Messenger, an IGSID on Instagram),
+     * filled by the pipeline; null when the contact has none there.
+     */
+    identity?: string | null;
   };
   type: MessageType;
   /** The text, a media caption, or a template's rendered text; null for media without caption. */

@@ -41,6 +41,8 @@ export interface InboundHarness {
   inbound: InboundWebhooksService;
   /** Replace to inject faults; defaults to the test sink over today's MessagesService. */
   sink: { current: InboundSink };
+  /** The default sink (it also keeps the test's channel identities). */
+  testSink: TestMessagesSink;
   templateReports: { accountId: string; report: TemplateStatusReport }[];
   secretBox: SecretBox;
   /** Runs the account's due channel.inbound jobs until none is left. */
@@ -72,6 +74,8 @@ export async function startInboundHarness(opts: { mediaMaxBytes?: number } = {})
     sink: {
       receive: (scope, m) => sink.current.receive(scope, m),
       applyProviderStatus: (scope, u) => sink.current.applyProviderStatus(scope, u),
+      knowsIdentity: (scope, who) => sink.current.knowsIdentity(scope, who),
+      applyStatusUpTo: (scope, r) => sink.current.applyStatusUpTo(scope, r),
     },
     templates: {
       onTemplateStatus: async (accountId, report) => {
@@ -109,6 +113,7 @@ export async function startInboundHarness(opts: { mediaMaxBytes?: number } = {})
     url: `http://127.0.0.1:${address.port}`,
     inbound,
     sink,
+    testSink: defaultSink,
     templateReports,
     secretBox,
     drain: (accountId) =>
@@ -189,6 +194,72 @@ export async function connectWhatsApp(
     display_phone_number: '+1 555-078-3881',
     verified_name: 'Test Shop',
     business_account_id: c.businessAccountId,
+  });
+  return { ...c, webhookUrl: `${h.url}/channels/${c.id}/webhook` };
+}
+
+export interface PageConnection {
+  id: string;
+  accountId: string;
+  channel: 'messenger' | 'instagram';
+  pageId: string;
+  /** Instagram only: the professional account linked to the Page (what its webhooks name). */
+  instagramAccountId: string | null;
+  /** What the connection's webhooks carry as `entry[].id`. */
+  entryId: string;
+  pageAccessToken: string;
+  appSecret: string;
+  verifyToken: string;
+  webhookUrl: string;
+}
+
+/**
+ * A Messenger or Instagram connection row as the connections API stores it, and its Page
+ * registered at the fake Graph API with the same token.
+ */
+export async function connectPage(
+  h: InboundHarness,
+  accountId: string,
+  channel: 'messenger' | 'instagram',
+): Promise<PageConnection> {
+  const pageId = numericId();
+  const instagramAccountId = channel === 'instagram' ? `1784${numericId()}` : null;
+  const c = {
+    id: `chn_${randomBytes(10).toString('hex')}`,
+    accountId,
+    channel,
+    pageId,
+    instagramAccountId,
+    entryId: instagramAccountId ?? pageId,
+    pageAccessToken: `EAAP${randomBytes(24).toString('hex')}`,
+    appSecret: randomBytes(16).toString('hex'),
+    verifyToken: `vt_${randomBytes(16).toString('hex')}`,
+  };
+  const now = new Date();
+  await h.t.db.transaction().execute((trx) =>
+    new ConnectionsRepository(h.t.db).upsert(trx, {
+      account_id: accountId,
+      id: c.id,
+      channel,
+      provider: channel,
+      status: 'active',
+      error: null,
+      settings: {
+        page_id: pageId,
+        ...(instagramAccountId ? { instagram_account_id: instagramAccountId } : {}),
+        page_name: 'Test Shop',
+      },
+      secrets: h.secretBox.seal({ page_access_token: c.pageAccessToken, app_secret: c.appSecret }),
+      verify_token: c.verifyToken,
+      created_at: now,
+      updated_at: now,
+    }),
+  );
+  h.graph.addPage({
+    id: pageId,
+    token: c.pageAccessToken,
+    name: 'Test Shop',
+    ...(instagramAccountId ? { instagram_account_id: instagramAccountId } : {}),
   });
   return { ...c, webhookUrl: `${h.url}/channels/${c.id}/webhook` };
 }

@@ -7,6 +7,7 @@ import { toContact } from '../../src/contacts/contacts.service.js';
 import { isValidE164 } from '../../src/contacts/phone.js';
 import { ConversationsRepository } from '../../src/conversations/conversations.repository.js';
 import type { Db } from '../../src/db/database.js';
+import type { Channel } from '../../src/db/schema.js';
 import type { Scope } from '../../src/db/transactor.js';
 import { ValidationError } from '../../src/errors.js';
 import { Outbox } from '../../src/events/outbox.js';
@@ -15,6 +16,7 @@ import type { MessageRow } from '../../src/messages/messages.repository.js';
 import { MessagesRepository } from '../../src/messages/messages.repository.js';
 import { toMessage } from '../../src/messages/messages.present.js';
 import type { MessagesService } from '../../src/messages/messages.service.js';
+import { randomPhone } from '../helpers.js';
 
 /**
  * The InboundSink over today's messages module, for these tests only: `receive` does what
@@ -22,6 +24,10 @@ import type { MessagesService } from '../../src/messages/messages.service.js';
  * plus what the sink adds (the provider id, once; the profile name on a new contact), and
  * `applyProviderStatus` finds the message by provider id and goes through MessagesService.applyStatus.
  * The real one belongs in MessagesService.
+ *
+ * Channel identities (PSID, IGSID) are kept in memory here, since main's contacts have none yet:
+ * a sender met by identity becomes a contact with a made-up phone (contacts still require one),
+ * and `knowsIdentity` / `applyStatusUpTo` answer from that map.
  */
 export class TestMessagesSink implements InboundSink {
   private readonly contacts: ContactsRepository;
@@ -29,6 +35,8 @@ export class TestMessagesSink implements InboundSink {
   private readonly messages: MessagesRepository;
   private readonly broadcasts: BroadcastsRepository;
   private readonly outbox: Outbox;
+  /** `{account}|{channel}|{identity}` → contact id. */
+  private readonly identities = new Map<string, string>();
 
   constructor(
     private readonly db: Db,
@@ -44,10 +52,16 @@ export class TestMessagesSink implements InboundSink {
 
   async receive(scope: Scope, inbound: SinkInboundMessage): Promise<'recorded' | 'duplicate'> {
     const accountId = scope.accountId;
-    if (!isValidE164(inbound.from.phone))
+    const from = inbound.from;
+    const identityKey =
+      'identity' in from ? `${accountId}|${inbound.channel}|${from.identity}` : null;
+    const known = identityKey === null ? undefined : this.identities.get(identityKey);
+    const phone = 'phone' in from ? from.phone : randomPhone();
+    if (!isValidE164(phone))
       throw new ValidationError('phone', 'must be a valid E.164 number such as +14155550123');
+    let created: string | null = null;
     try {
-      return await this.db.transaction().execute(async (trx) => {
+      const result = await this.db.transaction().execute(async (trx) => {
         const seen = await trx
           .selectFrom('messages')
           .select('id')
@@ -59,8 +73,8 @@ export class TestMessagesSink implements InboundSink {
         const row = {
           account_id: accountId,
           id: newId('con'),
-          phone: inbound.from.phone,
-          name: inbound.from.name,
+          phone,
+          name: from.name,
           email: null,
           tags: [],
           lifecycle_stage: null,
@@ -69,10 +83,13 @@ export class TestMessagesSink implements InboundSink {
           updated_at: now,
         };
         let contactId = row.id;
-        if (await this.contacts.insertIfPhoneFree(trx, row)) {
+        if (known !== undefined) {
+          contactId = known;
+        } else if (await this.contacts.insertIfPhoneFree(trx, row)) {
           await this.outbox.record(trx, accountId, 'contact.created', toContact(row));
+          created = row.id;
         } else {
-          contactId = (await this.contacts.findByPhone(trx, accountId, inbound.from.phone))!.id;
+          contactId = (await this.contacts.findByPhone(trx, accountId, phone))!.id;
         }
         const conversation = (
           await this.conversations.openMany(trx, accountId, [contactId], inbound.channel, now)
@@ -109,8 +126,10 @@ export class TestMessagesSink implements InboundSink {
         ))
           await this.broadcasts.addStats(trx, accountId, broadcastId, { replied: 1 }, now);
         await this.outbox.record(trx, accountId, 'message.received', toMessage(message));
-        return 'recorded';
+        return 'recorded' as const;
       });
+      if (identityKey !== null && created !== null) this.identities.set(identityKey, created);
+      return result;
     } catch (err) {
       // Two deliveries of one message at once: the unique index lets one through.
       if ((err as { code?: string }).code === '23505') return 'duplicate';
@@ -140,6 +159,68 @@ export class TestMessagesSink implements InboundSink {
       reason: update.reason ?? undefined,
     });
     return after.status !== row.status ? 'applied' : 'unchanged';
+  }
+
+  /** Tests: this contact has this id on the channel (as if they had written there). */
+  linkIdentity(accountId: string, channel: Channel, identity: string, contactId: string): void {
+    this.identities.set(`${accountId}|${channel}|${identity}`, contactId);
+  }
+
+  /** The contact with this identity, if any. */
+  contactOf(accountId: string, channel: Channel, identity: string): string | undefined {
+    return this.identities.get(`${accountId}|${channel}|${identity}`);
+  }
+
+  async knowsIdentity(scope: Scope, who: { channel: Channel; identity: string }): Promise<boolean> {
+    return this.identities.has(`${scope.accountId}|${who.channel}|${who.identity}`);
+  }
+
+  /** As the sink's contract says, message by message (the real one does it in one transaction). */
+  async applyStatusUpTo(
+    scope: Scope,
+    report: {
+      channel: Channel;
+      identity: string;
+      status: 'delivered' | 'read';
+      upTo: { at: Date } | { providerMessageId: string };
+    },
+  ): Promise<'applied' | 'unchanged' | 'unknown'> {
+    const contactId = this.contactOf(scope.accountId, report.channel, report.identity);
+    if (contactId === undefined) return 'unknown';
+    const conversation = await this.db
+      .selectFrom('conversations')
+      .select('id')
+      .where('account_id', '=', scope.accountId)
+      .where('contact_id', '=', contactId)
+      .where('channel', '=', report.channel)
+      .executeTakeFirst();
+    if (!conversation) return 'unknown';
+    const outbound = this.db
+      .selectFrom('messages')
+      .where('account_id', '=', scope.accountId)
+      .where('conversation_id', '=', conversation.id)
+      .where('direction', '=', 'outbound');
+    let bound: Date;
+    if ('at' in report.upTo) bound = report.upTo.at;
+    else {
+      const named = await outbound
+        .select('created_at')
+        .where('provider_message_id', '=', report.upTo.providerMessageId)
+        .executeTakeFirst();
+      if (!named) return 'unknown';
+      bound = named.created_at;
+    }
+    const before = report.status === 'read' ? ['sent', 'delivered'] : ['sent'];
+    const rows = await outbound
+      .select(['id', 'status'])
+      .where('provider_message_id', 'is not', null)
+      .where('created_at', '<=', bound)
+      .where('status', 'in', before as MessageRow['status'][])
+      .orderBy('created_at')
+      .execute();
+    for (const row of rows)
+      await this.service.applyStatus(scope, { messageId: row.id, status: report.status });
+    return rows.length > 0 ? 'applied' : 'unchanged';
   }
 }
 

@@ -245,6 +245,8 @@ describe('POST /channels/{id}/webhook: signature and durable storage', () => {
         throw new Error('database hiccup');
       },
       applyProviderStatus: real.applyProviderStatus.bind(real),
+      knowsIdentity: real.knowsIdentity.bind(real),
+      applyStatusUpTo: real.applyStatusUpTo.bind(real),
     };
     try {
       const res = await post(

@@ -9,30 +9,48 @@ export interface ProviderWebhookContent {
   messages: ProviderInboundMessage[];
   statuses: ProviderStatusReport[];
   templates: TemplateStatusReport[];
+  /** Reports on every message up to a point (Messenger's watermarks, Instagram's read by mid). */
+  watermarks?: ProviderWatermark[];
 }
+
+/**
+ * Who sent a message: a phone (WhatsApp), or the person's id on the channel's provider (a PSID
+ * on Messenger, an IGSID on Instagram) for channels without phone numbers.
+ */
+export type ProviderSender =
+  | {
+      /** E.164 with its `+`. */
+      phone: string;
+      /** The name the person gave their profile; only used when the contact is created. */
+      name: string | null;
+    }
+  | {
+      identity: string;
+      /** Looked up from the provider for a new sender; only used when the contact is created. */
+      name: string | null;
+    };
 
 /** One message a contact sent, before its media (if any) has been downloaded. */
 export interface ProviderInboundMessage {
   /** The provider's id of the message: it takes effect once per account. */
   providerMessageId: string;
-  from: {
-    /** E.164 with its `+`. */
-    phone: string;
-    /** The name the person gave their profile; only used when the contact is created. */
-    name: string | null;
-  };
+  from: ProviderSender;
   type: 'text' | 'image' | 'document';
   /** The text, a media caption, or the readable text of a kind we have no type for. */
   content: string | null;
-  /** The provider's media to download and keep; null for text. */
-  media: {
-    providerMediaId: string;
-    /** What the provider says the file is (its own download may say less). */
-    mimeType: string | null;
-    filename: string | null;
-    /** The provider's own kind (`audio`, `sticker`…), for a readable note if the download fails. */
-    kind: string;
-  } | null;
+  /**
+   * The provider's media to download and keep; null for text. WhatsApp names it by an id to look
+   * up; Messenger and Instagram give its URL.
+   */
+  media:
+    | (({ providerMediaId: string } | { url: string }) & {
+        /** What the provider says the file is (its own download may say less). */
+        mimeType: string | null;
+        filename: string | null;
+        /** The provider's own kind (`audio`, `sticker`…), for a readable note if the download fails. */
+        kind: string;
+      })
+    | null;
 }
 
 /** A delivery report on one of our outbound messages. */
@@ -42,6 +60,18 @@ export interface ProviderStatusReport {
   status: 'sent' | 'delivered' | 'read' | 'failed';
   /** For `failed`: the provider's code and title, as `(#131026) Message undeliverable`. */
   reason: string | null;
+}
+
+/**
+ * A report on every outbound message of one conversation up to a point: Messenger's
+ * `read.watermark` and `delivery.watermark` (a time), Instagram's `read.mid` (the last message
+ * seen).
+ */
+export interface ProviderWatermark {
+  /** The person's id on the channel (PSID, IGSID): their conversation on that channel. */
+  identity: string;
+  status: 'delivered' | 'read';
+  upTo: { at: Date } | { providerMessageId: string };
 }
 
 /** A provider's review of one of the account's templates (WhatsApp's message_template_status_update). */
@@ -59,7 +89,8 @@ export interface TemplateStatusReport {
 /** An inbound message as the messages module records it. */
 export interface SinkInboundMessage {
   channel: Channel;
-  from: { phone: string; name: string | null };
+  /** A phone, or the person's id on `channel` (their identity there), with the name to create with. */
+  from: ProviderSender;
   type: 'text' | 'image' | 'document';
   content: string | null;
   /** `{PUBLIC_URL}/v1/media/{id}` for image and document; null for text. */
@@ -92,6 +123,29 @@ export interface InboundSink {
       providerMessageId: string;
       status: 'delivered' | 'read' | 'failed';
       reason: string | null;
+    },
+  ): Promise<'applied' | 'unchanged' | 'unknown'>;
+  /**
+   * Whether a contact of the account already has this identity on this channel. A new sender's
+   * profile name is looked up (once) only when this says no.
+   */
+  knowsIdentity(scope: Scope, who: { channel: Channel; identity: string }): Promise<boolean>;
+  /**
+   * Moves forward, as applyProviderStatus does one by one (forward only, each with its event,
+   * all in one transaction), every outbound message of the conversation on `channel` of the
+   * contact with this identity that the provider has accepted (it has a provider message id),
+   * created at or before the bound: `at` (Messenger's watermark, a time), or the outbound
+   * message of that conversation with this provider id, itself included (Instagram's read.mid).
+   * `unknown` when no contact has the identity, or no outbound message of that conversation has
+   * the provider id (yet); `unchanged` when nothing moved.
+   */
+  applyStatusUpTo(
+    scope: Scope,
+    report: {
+      channel: Channel;
+      identity: string;
+      status: 'delivered' | 'read';
+      upTo: { at: Date } | { providerMessageId: string };
     },
   ): Promise<'applied' | 'unchanged' | 'unknown'>;
 }

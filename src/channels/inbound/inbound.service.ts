@@ -11,12 +11,17 @@ import type {
   ConnectionsRepository,
 } from '../connections/connections.repository.js';
 import type { SecretBox } from '../connections/secret-box.js';
-import type { GraphClient } from '../meta/graph-client.js';
+import type { Channel } from '../../db/schema.js';
+import { downloadPageAttachment } from '../meta-pages/inbound-media.js';
+import { parsePageWebhook } from '../meta-pages/inbound.js';
+import { lookUpSenderName } from '../meta-pages/profiles.js';
+import { classifyGraphError, GraphError, type GraphClient } from '../meta/graph-client.js';
 import { downloadWhatsAppMedia, MediaDownloadError } from '../whatsapp/inbound-media.js';
 import { parseWhatsAppWebhook } from '../whatsapp/inbound.js';
 import type {
   InboundSink,
   ProviderInboundMessage,
+  ProviderWebhookContent,
   TemplateStatusListener,
 } from './inbound-sink.js';
 import type { InboundWebhooksRepository } from './inbound.repository.js';
@@ -31,6 +36,9 @@ import { isValidHubSignature, sameSecret } from './signature.js';
  */
 export const INBOUND_WAIT_DELAYS_MS = [2_000, 10_000, 30_000, 120_000, 600_000];
 
+/** How many senders' looked-up names a process remembers (see `senderName`). */
+const NAMES_KEPT = 10_000;
+
 export interface VerificationQuery {
   'hub.mode'?: string;
   'hub.verify_token'?: string;
@@ -42,6 +50,12 @@ export interface VerificationQuery {
  * signed POST stored durably before it is answered, and the processing of the stored copy.
  */
 export class InboundWebhooksService {
+  /**
+   * `{connection id}\n{sender id}` → the name looked up for a new Messenger or Instagram sender,
+   * so that a sender whose first messages are processed together (or retried) is looked up once.
+   */
+  private readonly names = new Map<string, string | null>();
+
   constructor(
     private readonly deps: {
       tx: Transactor;
@@ -127,10 +141,10 @@ export class InboundWebhooksService {
       log.warn('inbound webhook: its connection is gone; skipped');
       return finish();
     }
-    if (connection.provider !== 'whatsapp_cloud') {
+    if (connection.provider === 'webchat') {
       log.warn(
         { provider: connection.provider },
-        'inbound webhook: no processing for this provider yet; skipped',
+        'inbound webhook: no processing for this provider; skipped',
       );
       return finish();
     }
@@ -141,22 +155,64 @@ export class InboundWebhooksService {
       log.warn('inbound webhook: stored body is not JSON; skipped');
       return finish();
     }
-    // The ids the connection was made with (the PUT body's phone_number_id, business_account_id).
+    // The ids the connection was made with (the PUT body's phone_number_id, business_account_id,
+    // page_id, instagram_account_id).
     const settings = connection.settings;
     const idOf = (v: unknown) => (typeof v === 'string' && v !== '' ? v : null);
-    const content = parseWhatsAppWebhook(body, {
-      phoneNumberId: idOf(settings.phone_number_id) ?? '',
-      businessAccountId: idOf(settings.business_account_id),
-    });
+    let content: ProviderWebhookContent;
+    switch (connection.provider) {
+      case 'whatsapp_cloud':
+        content = parseWhatsAppWebhook(body, {
+          phoneNumberId: idOf(settings.phone_number_id) ?? '',
+          businessAccountId: idOf(settings.business_account_id),
+        });
+        break;
+      case 'messenger':
+      case 'instagram':
+        content = parsePageWebhook(body, {
+          channel: connection.provider,
+          entryId:
+            (connection.provider === 'messenger'
+              ? idOf(settings.page_id)
+              : idOf(settings.instagram_account_id)) ?? '',
+        });
+        break;
+    }
 
     const lastAttempt = attempt > INBOUND_WAIT_DELAYS_MS.length;
     const waiting: string[] = [];
     const scope = { accountId };
-    const token = content.messages.some((m) => m.media)
-      ? this.secretOf(connection, 'access_token')
-      : null;
+    // WhatsApp media need the token; Messenger and Instagram need it for senders' profiles.
+    const token =
+      connection.provider === 'whatsapp_cloud'
+        ? content.messages.some((m) => m.media)
+          ? this.secretOf(connection, 'access_token')
+          : null
+        : content.messages.length > 0
+          ? this.secretOf(connection, 'page_access_token')
+          : null;
 
-    for (const message of content.messages) {
+    // Senders whose first message waits for their profile: their later ones wait too, in order.
+    const held = new Set<string>();
+    for (const parsed of content.messages) {
+      let message = parsed;
+      if ('identity' in parsed.from) {
+        const identity = parsed.from.identity;
+        if (held.has(identity)) {
+          waiting.push(`${parsed.providerMessageId} after the earlier messages of ${identity}`);
+          continue;
+        }
+        const named = await this.senderName(scope, connection, token, identity, {
+          lastAttempt,
+          log,
+        });
+        if ('wait' in named) {
+          held.add(identity);
+          waiting.push(named.wait);
+          continue;
+        }
+        message = { ...parsed, from: { identity: parsed.from.identity, name: named.name } };
+      }
       let recorded: Parameters<InboundSink['receive']>[1];
       try {
         recorded = await this.withMedia(accountId, connection, token, message);
@@ -170,7 +226,7 @@ export class InboundWebhooksService {
           { message: message.providerMessageId, reason: err.message },
           'inbound media not kept; recorded with a note',
         );
-        recorded = withoutMedia(message, err.message);
+        recorded = withoutMedia(connection.channel, message, err.message);
       }
       try {
         await this.deps.sink.receive(scope, recorded);
@@ -202,6 +258,25 @@ export class InboundWebhooksService {
       else waiting.push(`status ${status.status} of unknown message ${status.providerMessageId}`);
     }
 
+    for (const mark of content.watermarks ?? []) {
+      const result = await this.deps.sink.applyStatusUpTo(scope, {
+        channel: connection.channel,
+        identity: mark.identity,
+        status: mark.status,
+        upTo: mark.upTo,
+      });
+      if (result !== 'unknown') continue;
+      // A read by message id may overtake the recording of that message's id, as statuses do; a
+      // watermark from someone we have no conversation with names nothing we sent.
+      if ('providerMessageId' in mark.upTo && !lastAttempt)
+        waiting.push(`${mark.status} up to unknown message ${mark.upTo.providerMessageId}`);
+      else
+        log.warn(
+          { identity: mark.identity, status: mark.status },
+          'report on messages up to a point names nothing we know; dropped',
+        );
+    }
+
     for (const template of content.templates)
       await this.deps.templates.onTemplateStatus(accountId, template);
 
@@ -223,7 +298,7 @@ export class InboundWebhooksService {
     message: ProviderInboundMessage,
   ): Promise<Parameters<InboundSink['receive']>[1]> {
     const recorded = {
-      channel: 'whatsapp' as const,
+      channel: connection.channel,
       from: message.from,
       type: message.type,
       content: message.content,
@@ -234,15 +309,25 @@ export class InboundWebhooksService {
     const media = this.deps.media;
     const id = media.idFor(accountId, `${connection.channel}\n${message.providerMessageId}`);
     if (!(await media.has(accountId, id))) {
-      if (token === null) throw new MediaDownloadError('the connection has no access token', true);
+      const source = message.media;
       let file;
       try {
-        file = await downloadWhatsAppMedia(this.deps.graph, {
-          token,
-          mediaId: message.media.providerMediaId,
-          maxBytes: this.deps.mediaMaxBytes,
-          checkUrl: (url) => media.checkDownloadUrl(url),
-        });
+        if ('url' in source) {
+          file = await downloadPageAttachment(this.deps.graph, {
+            url: source.url,
+            maxBytes: this.deps.mediaMaxBytes,
+            checkUrl: (url) => media.checkDownloadUrl(url),
+          });
+        } else {
+          if (token === null)
+            throw new MediaDownloadError('the connection has no access token', true);
+          file = await downloadWhatsAppMedia(this.deps.graph, {
+            token,
+            mediaId: source.providerMediaId,
+            maxBytes: this.deps.mediaMaxBytes,
+            checkUrl: (url) => media.checkDownloadUrl(url),
+          });
+        }
       } catch (err) {
         if (err instanceof MediaUrlRefused) throw new MediaDownloadError(err.message, true);
         if (err instanceof MediaDownloadError) throw err;
@@ -255,6 +340,51 @@ export class InboundWebhooksService {
       });
     }
     return { ...recorded, mediaUrl: media.urlOf(id) };
+  }
+
+  /**
+   * The name to create a new Messenger or Instagram sender's contact with, looked up once with
+   * the page token: only when no contact has their id yet, and remembered per connection and
+   * sender, so that their first messages (processed together, or retried) ask Graph once. A
+   * lookup Graph may answer later holds the message back (the webhook is retried); one refused
+   * for good records the message without a name.
+   */
+  private async senderName(
+    scope: { accountId: string },
+    connection: ConnectionRow,
+    token: string | null,
+    identity: string,
+    ctx: { lastAttempt: boolean; log: FastifyBaseLogger },
+  ): Promise<{ name: string | null } | { wait: string }> {
+    const key = `${connection.id}\n${identity}`;
+    const remembered = this.names.get(key);
+    if (remembered !== undefined) return { name: remembered };
+    if (await this.deps.sink.knowsIdentity(scope, { channel: connection.channel, identity }))
+      return { name: null };
+    let name: string | null = null;
+    if (
+      token !== null &&
+      (connection.channel === 'messenger' || connection.channel === 'instagram')
+    ) {
+      try {
+        name = await lookUpSenderName(this.deps.graph, {
+          channel: connection.channel,
+          token,
+          senderId: identity,
+        });
+      } catch (err) {
+        if (!(err instanceof GraphError)) throw err;
+        if (classifyGraphError(err) !== 'final' && !ctx.lastAttempt)
+          return { wait: `profile of sender ${identity}: ${err.describe()}` };
+        ctx.log.warn(
+          { identity, reason: err.describe() },
+          'sender profile not available; contact created without a name',
+        );
+      }
+    }
+    if (this.names.size >= NAMES_KEPT) this.names.delete(this.names.keys().next().value!);
+    this.names.set(key, name);
+    return { name };
   }
 
   private appSecretOf(connection: ConnectionRow): string | null {
@@ -288,13 +418,14 @@ export class InboundWebhooksService {
 
 /** A message whose file could not be kept: recorded as text that says so, caption and all. */
 function withoutMedia(
+  channel: Channel,
   message: ProviderInboundMessage,
   reason: string,
 ): Parameters<InboundSink['receive']>[1] {
   const kind = message.media?.kind ?? 'file';
   const note = `[${kind} not available: ${reason}]`;
   return {
-    channel: 'whatsapp',
+    channel,
     from: message.from,
     type: 'text',
     content: message.content ? `${note}\n${message.content}` : note,

@@ -155,12 +155,13 @@ export class GraphClient {
   }
 
   /**
-   * Downloads a file Graph pointed to (WhatsApp media URLs need the token too), up to `maxBytes`.
+   * Downloads a file Graph pointed to (WhatsApp media URLs need the token too; Messenger and
+   * Instagram attachment URLs are signed and get none), up to `maxBytes`.
    * `url` is absolute; the caller decides whether it may be fetched at all.
    */
   async download(
     url: string,
-    opts: { token: string; maxBytes: number; signal?: AbortSignal },
+    opts: { token: string | null; maxBytes: number; signal?: AbortSignal },
   ): Promise<{ bytes: Buffer; contentType: string | null }> {
     const signal = opts.signal
       ? AbortSignal.any([opts.signal, AbortSignal.timeout(this.timeoutMs)])
@@ -169,7 +170,7 @@ export class GraphClient {
     try {
       res = await request(url, {
         method: 'GET',
-        headers: { authorization: `Bearer ${opts.token}` },
+        headers: opts.token === null ? {} : { authorization: `Bearer ${opts.token}` },
         signal,
         dispatcher: this.downloads,
         maxRedirections: 0,
