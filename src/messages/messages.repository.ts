@@ -1,6 +1,7 @@
 import { sql, type Selectable } from 'kysely';
 import type { Db, Tx } from '../db/database.js';
 import type { Channel, MessageStatus, MessagesTable } from '../db/schema.js';
+import { addressOn } from '../contacts/identities.js';
 
 export type MessageRow = Selectable<MessagesTable>;
 
@@ -24,8 +25,13 @@ export interface QueuedMessage {
   row: MessageRow;
   channel: Channel;
   contactId: string;
-  /** Null when the contact has since been deleted. */
+  /** Null when the contact has none, or has since been deleted. */
   phone: string | null;
+  /**
+   * The contact's id on the conversation's channel (see OutboundMessage.to.identity); null
+   * when it has none there, or has since been deleted.
+   */
+  identity: string | null;
 }
 
 function forInsert(row: MessageRow) {
@@ -105,18 +111,26 @@ export class MessagesRepository {
       .leftJoin('contacts as ct', (j) =>
         j.onRef('ct.account_id', '=', 'c.account_id').onRef('ct.id', '=', 'c.contact_id'),
       )
+      // At most one identity per contact and channel (contact_identities_contact).
+      .leftJoin('contact_identities as ci', (j) =>
+        j
+          .onRef('ci.account_id', '=', 'c.account_id')
+          .onRef('ci.contact_id', '=', 'c.contact_id')
+          .onRef('ci.channel', '=', 'c.channel'),
+      )
       .selectAll('m')
-      .select(['c.channel', 'c.contact_id', 'ct.phone'])
+      .select(['c.channel', 'c.contact_id', 'ct.phone', 'ci.external_id'])
       .where('m.account_id', '=', accountId)
       .where('m.id', 'in', ids)
       .where('m.status', '=', 'queued')
       .orderBy('m.id')
       .execute();
-    return rows.map(({ channel, contact_id, phone, ...row }) => ({
+    return rows.map(({ channel, contact_id, phone, external_id, ...row }) => ({
       row: row,
       channel,
       contactId: contact_id,
       phone: phone ?? null,
+      identity: addressOn(channel, phone ?? null, external_id ?? null),
     }));
   }
 

@@ -6,6 +6,7 @@ import type {
   StatusUpdate,
 } from '../channels/channel.js';
 import { WINDOWED_CHANNELS } from '../channels/channel.js';
+import { addressOn } from '../contacts/identities.js';
 import type { Clock } from '../clock.js';
 import type { ContactsService } from '../contacts/contacts.service.js';
 import type { Tx } from '../db/database.js';
@@ -33,6 +34,8 @@ export interface QueueResult {
   contactId: string;
   row?: MessageRow;
   error?: AppError;
+  /** Where the message goes, read with the contact locked (set with `row`). */
+  to?: { phone: string | null; identity: string | null };
 }
 
 /** A batch recorded `queued`, with the send job (held under `lease`) that carries it. */
@@ -43,7 +46,25 @@ export interface QueuedBatch {
 
 export interface Recipient {
   contactId: string;
-  phone: string | null;
+}
+
+/**
+ * A real provider can only reach a contact through its id on the channel: on messenger,
+ * instagram and webchat the person must have written first, on whatsapp the contact needs a
+ * phone. (The sandbox addresses every contact.)
+ */
+export function noIdentity(channel: Channel, contactId: string): AppError {
+  const [why, issue] =
+    channel === 'whatsapp'
+      ? [
+          `contact ${contactId} has no phone: on whatsapp a contact is reached by its phone number; set one with PUT /v1/contacts/${contactId}`,
+          'the contact has no phone',
+        ]
+      : [
+          `contact ${contactId} has no ${channel} identity: on ${channel} a contact must write first`,
+          `the contact has no ${channel} identity`,
+        ];
+  return new AppError('validation_error', why, 422, [{ field: 'contact_id', issue }]);
 }
 
 function outsideWindow(channel: Channel): AppError {
@@ -116,14 +137,18 @@ export class MessagesService {
   async send(scope: Scope, body: SendMessageBody): Promise<Message> {
     checkFields(body);
     const contact = await this.deps.contacts.get(scope, body.contact_id);
-    // Decided before anything is written: an unconnected channel is a 422 with nothing stored.
+    // Decided before anything is written: an unconnected channel is a 422 with nothing stored,
+    // and so is a contact the channel's real provider has no way to address.
     const provider = await this.deps.providers.resolve(scope.accountId, body.channel);
+    const requireIdentity = provider.name !== 'sandbox';
+    if (requireIdentity && !contact.identities.some((i) => i.channel === body.channel))
+      throw noIdentity(body.channel, contact.id);
     let media: FetchedMedia | null = null;
     if (body.type === 'image' || body.type === 'document') {
       // Fetched before the transaction: a slow media host must not hold a database lock.
       media = await this.deps.fetchMedia(body.media_url!, body.type);
     }
-    const { row, job } = await this.deps.tx.run(scope, async (trx) => {
+    const { row, to, job } = await this.deps.tx.run(scope, async (trx) => {
       let content = body.content ?? null;
       let template: TemplateRef | null = null;
       if (body.type === 'template') {
@@ -147,17 +172,18 @@ export class MessagesService {
         template,
         mediaUrl: media?.url ?? null,
         broadcastId: null,
-        recipients: [{ contactId: contact.id, phone: contact.phone }],
+        recipients: [{ contactId: contact.id }],
+        requireIdentity,
       });
       const [result] = batch.results;
       if (result!.error) throw result!.error;
-      return { row: result!.row!, job: batch.job! };
+      return { row: result!.row!, to: result!.to!, job: batch.job! };
     });
     const attempt = this.dispatch(
       scope.accountId,
       body.channel,
       job,
-      [{ row, channel: body.channel, contactId: contact.id, phone: contact.phone }],
+      [{ row, channel: body.channel, contactId: contact.id, ...to }],
       provider,
     );
     const answered = await Promise.race([
@@ -208,10 +234,13 @@ export class MessagesService {
   }
 
   /**
-   * The one way into sending, for the API (a batch of one) and for broadcasts: conversations
-   * found or created and locked, the 24-hour window checked per recipient, the messages stored
-   * `queued` with one send job held by the caller, all in the caller's transaction. A recipient
-   * the rules refuse gets an error instead of a message; the others are unaffected.
+   * The one way into sending, for the API (a batch of one) and for broadcasts: the recipients'
+   * contacts locked (none can be merged away or deleted meanwhile) with their addresses on the
+   * channel, conversations found or created and locked, the 24-hour window checked per
+   * recipient, the messages stored `queued` with one send job held by the caller, all in the
+   * caller's transaction. A recipient the rules refuse (gone, no identity on the channel for a
+   * real provider, outside the window) gets an error instead of a message; the others are
+   * unaffected.
    */
   async queue(
     trx: Tx,
@@ -225,11 +254,33 @@ export class MessagesService {
       mediaUrl: string | null;
       broadcastId: string | null;
       recipients: Recipient[];
+      /**
+       * The channel's provider is a real one (not the sandbox): a recipient without an identity
+       * on the channel cannot be reached and is refused.
+       */
+      requireIdentity: boolean;
     },
   ): Promise<QueuedBatch> {
     const now = this.deps.clock.now();
-    // Sorted, so that concurrent batches lock conversations in one order and never deadlock.
-    const contactIds = [...new Set(batch.recipients.map((r) => r.contactId))].sort();
+    // Sorted, so that concurrent batches lock contacts, then conversations, in one order and
+    // never deadlock (a merge locks contacts in id order too, before their conversations).
+    const addresses = await this.deps.contacts.lockForMessaging(
+      trx,
+      accountId,
+      [...new Set(batch.recipients.map((r) => r.contactId))],
+      batch.channel,
+    );
+    const refusals = new Map<string, AppError>();
+    const to = new Map<string, { phone: string | null; identity: string | null }>();
+    for (const { contactId } of batch.recipients) {
+      const address = addresses.get(contactId);
+      const identity = address ? addressOn(batch.channel, address.phone, address.identity) : null;
+      if (!address) refusals.set(contactId, new NotFound('contact', contactId));
+      else if (batch.requireIdentity && identity === null)
+        refusals.set(contactId, noIdentity(batch.channel, contactId));
+      else to.set(contactId, { phone: address.phone, identity });
+    }
+    const contactIds = [...to.keys()].sort();
     const windowed = batch.type !== 'template' && WINDOWED_CHANNELS.has(batch.channel);
     // Inside the window there is always a conversation (the contact wrote in it), so a windowed
     // send only locks existing ones and never leaves an empty conversation for a refused recipient.
@@ -239,6 +290,11 @@ export class MessagesService {
     const results: QueueResult[] = [];
     const rows: MessageRow[] = [];
     for (const recipient of batch.recipients) {
+      const refusal = refusals.get(recipient.contactId);
+      if (refusal) {
+        results.push({ contactId: recipient.contactId, error: refusal });
+        continue;
+      }
       const conversation = conversations.get(recipient.contactId);
       const last = conversation?.last_inbound_at;
       if (
@@ -267,7 +323,7 @@ export class MessagesService {
         updated_at: now,
       };
       rows.push(row);
-      results.push({ contactId: recipient.contactId, row });
+      results.push({ contactId: recipient.contactId, row, to: to.get(recipient.contactId)! });
     }
     if (rows.length === 0) return { results, job: null };
     await this.deps.messages.insertMany(trx, rows);
@@ -310,15 +366,26 @@ export class MessagesService {
       if (seen) return toMessage(seen);
     }
     return this.deps.tx.run(scope, async (trx) => {
+      // The contact stays locked until the commit: a merge waits for this message, or this
+      // message finds the contact a merge made.
+      const from = inbound.from;
       const contact =
-        'contactId' in inbound.from
-          ? await this.deps.contacts.getInTransaction(trx, scope.accountId, inbound.from.contactId)
-          : await this.deps.contacts.findOrCreateByPhone(
-              trx,
-              scope.accountId,
-              inbound.from.phone,
-              inbound.from.name ?? null,
-            );
+        'contactId' in from
+          ? await this.deps.contacts.lockInTransaction(trx, scope.accountId, from.contactId)
+          : 'identity' in from
+            ? await this.deps.contacts.findOrCreateByIdentity(
+                trx,
+                scope.accountId,
+                inbound.channel,
+                from.identity,
+                from.name ?? null,
+              )
+            : await this.deps.contacts.findOrCreateByPhone(
+                trx,
+                scope.accountId,
+                from.phone,
+                from.name ?? null,
+              );
       const now = this.deps.clock.now();
       const conversations = await this.deps.conversations.openMany(
         trx,
@@ -448,7 +515,7 @@ function toOutbound(accountId: string, q: QueuedMessage): OutboundMessage {
     accountId,
     messageId: row.id,
     channel: q.channel,
-    to: { contactId: q.contactId, phone: q.phone },
+    to: { contactId: q.contactId, phone: q.phone, identity: q.identity },
     type: row.type,
     content: row.content,
     template:
