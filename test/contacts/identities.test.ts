@@ -216,6 +216,19 @@ describe('contacts met by an identity', () => {
     });
   });
 
+  it('a name learnt after the contact was created (a profile lookup) names it only if it has none', async () => {
+    const acc = await newAccount(t);
+    const m = await receiveFrom(t, acc, 'messenger', psid());
+    const contactId = await contactOfConversation(t, acc, m.conversation_id);
+    expect((await getContact(acc, contactId)).name).toBeNull();
+    const scope = { accountId: acc.accountId };
+    expect(await t.services.contacts.nameIfUnnamed(scope, contactId, '  Ada Lovelace ')).toBe(true);
+    expect((await getContact(acc, contactId)).name).toBe('Ada Lovelace');
+    expect(await t.services.contacts.nameIfUnnamed(scope, contactId, 'Someone Else')).toBe(false);
+    expect((await getContact(acc, contactId)).name).toBe('Ada Lovelace');
+    expect(await t.services.contacts.nameIfUnnamed(scope, 'con_nope', 'X')).toBe(false);
+  });
+
   it('an identity that is no id (empty, too long) is a 422, never a 500', async () => {
     const acc = await newAccount(t);
     await expect(receiveFrom(t, acc, 'messenger', '')).rejects.toMatchObject({ status: 422 });
