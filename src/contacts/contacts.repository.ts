@@ -223,6 +223,28 @@ export class ContactsRepository {
       .executeTakeFirst();
   }
 
+  /** The contact with this identity on the channel, if any (no lock). */
+  async findByIdentity(
+    accountId: string,
+    channel: IdentityChannel,
+    externalId: string,
+  ): Promise<ContactRecord | undefined> {
+    return this.db
+      .selectFrom('contacts')
+      .select(CONTACT_COLUMNS)
+      .select(IDENTITIES)
+      .where('account_id', '=', accountId)
+      .where('id', '=', (eb) =>
+        eb
+          .selectFrom('contact_identities')
+          .select('contact_id')
+          .where('account_id', '=', accountId)
+          .where('channel', '=', channel)
+          .where('external_id', '=', externalId),
+      )
+      .executeTakeFirst();
+  }
+
   /** The contact with this identity on the channel, held as lockByPhone holds it. */
   async lockByIdentity(
     trx: Tx,

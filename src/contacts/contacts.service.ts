@@ -226,6 +226,21 @@ export class ContactsService {
     );
   }
 
+  /**
+   * The contact known on `channel` by `externalId`, or undefined when the sender is new (so that
+   * an adapter can look up a new sender's profile name before its first message is recorded).
+   */
+  async findByIdentity(
+    scope: Scope,
+    channel: Channel,
+    externalId: string,
+  ): Promise<Contact | undefined> {
+    if (!isIdentityChannel(channel) || externalId.length < 1 || externalId.length > 256)
+      return undefined;
+    const row = await this.deps.contacts.findByIdentity(scope.accountId, channel, externalId);
+    return row && toContact(row);
+  }
+
   /** The contact by id, held as findOrCreateByPhone holds it; 404 when there is none. */
   async lockInTransaction(trx: Tx, accountId: string, id: string): Promise<Contact> {
     const row = await this.deps.contacts.lockById(trx, accountId, id);

@@ -229,6 +229,23 @@ describe('contacts met by an identity', () => {
     expect(await t.services.contacts.nameIfUnnamed(scope, 'con_nope', 'X')).toBe(false);
   });
 
+  it('findByIdentity tells a known sender from a new one, within the account and channel', async () => {
+    const acc = await newAccount(t);
+    const other = await newAccount(t);
+    const id = psid();
+    const scope = { accountId: acc.accountId };
+    expect(await t.services.contacts.findByIdentity(scope, 'messenger', id)).toBeUndefined();
+    const m = await receiveFrom(t, acc, 'messenger', id);
+    const contactId = await contactOfConversation(t, acc, m.conversation_id);
+    expect(await t.services.contacts.findByIdentity(scope, 'messenger', id)).toEqual(
+      await getContact(acc, contactId),
+    );
+    expect(await t.services.contacts.findByIdentity(scope, 'instagram', id)).toBeUndefined();
+    expect(
+      await t.services.contacts.findByIdentity({ accountId: other.accountId }, 'messenger', id),
+    ).toBeUndefined();
+  });
+
   it('an identity that is no id (empty, too long) is a 422, never a 500', async () => {
     const acc = await newAccount(t);
     await expect(receiveFrom(t, acc, 'messenger', '')).rejects.toMatchObject({ status: 422 });
