@@ -16,7 +16,6 @@ import { ContactsService } from './contacts/contacts.service.js';
 import type { Db } from './db/database.js';
 import { ReadCache } from './db/read-cache.js';
 import { Transactor } from './db/transactor.js';
-import { Unavailable } from './errors.js';
 import { Outbox } from './events/outbox.js';
 import { installApiAuth } from './http/auth.js';
 import {
@@ -302,15 +301,11 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     // Provider messages and reports take the path, and emit the events, of every other.
     sink: {
       receive: async (scope, m) => {
-        const from = m.from;
-        if ('identity' in from) throw identitiesNotYet();
-        await messages.receive(scope, { ...m, from });
+        await messages.receive(scope, m);
         return 'recorded';
       },
-      // Issue 12: MessagesService implements these once contacts carry identities; until then a
-      // Messenger or Instagram webhook is retried rather than lost.
-      knowsIdentity: () => Promise.reject(identitiesNotYet()),
-      applyStatusUpTo: () => Promise.reject(identitiesNotYet()),
+      knowsIdentity: (scope, who) => messages.knowsIdentity(scope, who),
+      applyStatusUpTo: (scope, report) => messages.applyStatusUpTo(scope, report),
       applyProviderStatus: async (scope, u) =>
         (await messages.applyProviderStatus(scope, { ...u, reason: u.reason ?? undefined }))
           ? 'applied'
@@ -476,9 +471,4 @@ export async function buildApp(
     );
   }
   return { app, services };
-}
-
-/** Messenger and Instagram senders are contacts by identity, which MessagesService does not take yet. */
-function identitiesNotYet(): Unavailable {
-  return new Unavailable('contacts by channel identity are not available yet', 60);
 }

@@ -44,7 +44,7 @@ export function broadcastSendJob(broadcasts: BroadcastsService): JobHandler<'bro
         }
       } finally {
         // A failure must not leave a dispatch running unobserved past the job's end.
-        await (inFlight)?.catch(() => undefined);
+        await inFlight?.catch(() => undefined);
       }
     },
     onDead: (trx, job, lastError) =>

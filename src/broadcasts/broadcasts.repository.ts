@@ -111,10 +111,10 @@ export class BroadcastsRepository {
     startedAt: Date,
     cursor: string | null,
     limit: number,
-  ): Promise<{ id: string; phone: string }[]> {
+  ): Promise<{ id: string }[]> {
     let q = trx
       .selectFrom('contacts')
-      .select(['id', 'phone'])
+      .select(['id'])
       .where('account_id', '=', accountId)
       .where('created_at', '<=', startedAt);
     if (cursor) q = q.where('id', '>', cursor);

@@ -292,9 +292,7 @@ export class BroadcastsService {
         batch.map((c) => c.id),
         now,
       );
-      const recipients = batch
-        .filter((c) => fresh.has(c.id))
-        .map((c) => ({ contactId: c.id, phone: c.phone }));
+      const recipients = batch.filter((c) => fresh.has(c.id)).map((c) => ({ contactId: c.id }));
       const queued = await this.deps.messages.queue(trx, accountId, {
         channel: b.channel,
         type: b.message.type,
@@ -310,6 +308,9 @@ export class BroadcastsService {
         mediaUrl: null,
         broadcastId: id,
         recipients,
+        // A real provider cannot reach a contact without an identity on the channel: such a
+        // recipient fails with the reason, as one outside the 24-hour window does.
+        provider: provider.name,
       });
       await this.deps.broadcasts.recordOutcomes(
         trx,
@@ -322,7 +323,8 @@ export class BroadcastsService {
           failureReason: r.error?.message ?? null,
         })),
       );
-      // Refused by the rules (outside the window): failed now. The rest count as the provider answers.
+      // Refused by the rules (no identity on the channel, outside the window, merged away or
+      // deleted since the batch was read): failed now. The rest count as the provider answers.
       const refused = queued.results.filter((r) => r.error).length;
       if (refused > 0)
         await this.deps.broadcasts.addStats(trx, accountId, id, { failed: refused }, now);
@@ -330,14 +332,11 @@ export class BroadcastsService {
         cursor: batch[batch.length - 1]!.id,
         updated_at: now,
       });
-      const phones = new Map(recipients.map((r) => [r.contactId, r.phone]));
       return {
         job: queued.job,
         refused,
         messages: queued.results.flatMap((r) =>
-          r.row
-            ? [{ row: r.row, channel, contactId: r.contactId, phone: phones.get(r.contactId)! }]
-            : [],
+          r.row && r.to ? [{ row: r.row, channel, contactId: r.contactId, ...r.to }] : [],
         ),
       };
     });

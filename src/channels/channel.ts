@@ -21,13 +21,15 @@ export interface OutboundMessage {
   channel: Channel;
   to: {
     contactId: string;
-    /** E.164 with its `+`; the WhatsApp address. */
+    /** E.164 with its `+`, or null for a contact without one (or deleted since). */
     phone: string | null;
     /**
-     * The contact's id on this channel's provider (a PSID on Messenger, an IGSID on Instagram),
-     * filled by the pipeline; null when the contact has none there.
+     * The contact's id on this message's channel, as the provider addresses it: the PSID on
+     * messenger, the IGSID on instagram, the webchat identifier, the phone's digits (no `+`) on
+     * whatsapp. Null when the contact has none there (reached only through the sandbox) or was
+     * deleted since the message was queued: a real provider fails such a message for good.
      */
-    identity?: string | null;
+    identity: string | null;
   };
   type: MessageType;
   /** The text, a media caption, or a template's rendered text; null for media without caption. */
@@ -89,8 +91,15 @@ export interface ProviderResolver {
 
 export interface InboundMessage {
   channel: Channel;
-  /** A phone finds or creates the contact (with `name` when the provider told it). */
-  from: { phone: string; name?: string | null } | { contactId: string };
+  /**
+   * Who wrote. A phone finds or creates the contact by phone; an identity (the sender's id on
+   * `channel`: a PSID, an IGSID, a webchat identifier) finds or creates the contact with that
+   * identity, phone-less. `name` (the provider's profile name) names a contact it creates.
+   */
+  from:
+    | { phone: string; name?: string | null }
+    | { identity: string; name?: string | null }
+    | { contactId: string };
   type: 'text' | 'image' | 'document';
   content: string | null;
   mediaUrl: string | null;

@@ -1,9 +1,36 @@
 import { sql, type Selectable } from 'kysely';
 import { CUSTOM_PLAN, type Db, type Tx } from '../db/database.js';
-import type { ContactsTable, CustomFieldValue } from '../db/schema.js';
+import type { Channel, ContactsTable, CustomFieldValue, IdentityChannel } from '../db/schema.js';
 import { offsetOf, type PageRequest } from '../http/pagination.js';
 
 export type ContactRow = Selectable<ContactsTable>;
+
+/** An identity as stored: the channel and the channel's id for the contact. */
+export interface StoredIdentity {
+  channel: IdentityChannel;
+  id: string;
+}
+
+/** A contact with its stored identities (WhatsApp's, the phone, is derived when presented). */
+export type ContactRecord = ContactRow & { identities: StoredIdentity[] };
+
+/**
+ * The contact's stored identities as a JSON array, for a statement whose FROM is `contacts`
+ * (unaliased). Unordered: the presentation sorts them (and keeps the statement free of ORDER BY
+ * for the prepared-statement tests that look for one).
+ */
+const IDENTITIES = sql<
+  StoredIdentity[]
+>`(SELECT coalesce(json_agg(json_build_object('channel', i.channel, 'id', i.external_id)), '[]'::json) FROM contact_identities i WHERE i.account_id = contacts.account_id AND i.contact_id = contacts.id)`.as(
+  'identities',
+);
+
+/** A contact's address on one channel, as read under a lock for sending. */
+export interface MessagingAddress {
+  phone: string | null;
+  /** The stored identity on the channel (never set for whatsapp). */
+  identity: string | null;
+}
 
 /** Named rather than `*`, so the hot reads run as prepared statements (see createDb). */
 const CONTACT_COLUMNS = [
@@ -25,7 +52,7 @@ export interface ContactFilter {
 }
 
 export interface ContactChanges {
-  phone?: string;
+  phone?: string | null;
   name?: string | null;
   email?: string | null;
   tags?: string[];
@@ -56,10 +83,11 @@ export class ContactsRepository {
    */
   async findMany(
     keys: readonly { accountId: string; id: string }[],
-  ): Promise<(ContactRow | undefined)[]> {
+  ): Promise<(ContactRecord | undefined)[]> {
     const rows = await this.db
       .selectFrom('contacts')
       .select(CONTACT_COLUMNS)
+      .select(IDENTITIES)
       .where(
         sql<boolean>`(account_id, id) IN (SELECT * FROM unnest(${keys.map((k) => k.accountId)}::text[], ${keys.map((k) => k.id)}::text[]))`,
       )
@@ -72,10 +100,11 @@ export class ContactsRepository {
     accountId: string,
     id: string,
     trx: Tx | Db = this.db,
-  ): Promise<ContactRow | undefined> {
+  ): Promise<ContactRecord | undefined> {
     return trx
       .selectFrom('contacts')
       .select(CONTACT_COLUMNS)
+      .select(IDENTITIES)
       .where('account_id', '=', accountId)
       .where('id', '=', id)
       .executeTakeFirst();
@@ -86,7 +115,7 @@ export class ContactsRepository {
     accountId: string,
     id: string,
     changes: ContactChanges,
-  ): Promise<ContactRow | undefined> {
+  ): Promise<ContactRecord | undefined> {
     const { setFields, removeFields, ...columns } = changes;
     const set: Record<string, unknown> = { ...columns };
     if (setFields !== undefined || removeFields !== undefined) {
@@ -99,7 +128,8 @@ export class ContactsRepository {
       .set(set)
       .where('account_id', '=', accountId)
       .where('id', '=', id)
-      .returningAll()
+      .returning(CONTACT_COLUMNS)
+      .returning(IDENTITIES)
       .executeTakeFirst();
   }
 
@@ -116,7 +146,7 @@ export class ContactsRepository {
     accountId: string,
     filter: ContactFilter,
     page: PageRequest,
-  ): Promise<{ rows: ContactRow[]; total: number }> {
+  ): Promise<{ rows: ContactRecord[]; total: number }> {
     let query = this.db.selectFrom('contacts').where('account_id', '=', accountId);
     if (filter.tag !== undefined) {
       query = query.where(sql<boolean>`tags @> ARRAY[${filter.tag}]::text[]`);
@@ -124,6 +154,7 @@ export class ContactsRepository {
     if (filter.search !== undefined) {
       const pattern = containsPattern(filter.search);
       // Both columns carry trigram indexes, so a partial match stays an index scan at scale.
+      // A null phone matches nothing, and the name alone decides.
       query = query.where((eb) =>
         eb.or([eb('name', 'ilike', pattern), eb('phone', 'ilike', pattern)]),
       );
@@ -132,6 +163,7 @@ export class ContactsRepository {
     const [rows, count] = await Promise.all([
       query
         .select(CONTACT_COLUMNS)
+        .select(IDENTITIES)
         .orderBy('created_at', 'desc')
         .orderBy('id', 'desc')
         .limit(page.limit)
@@ -161,6 +193,225 @@ export class ContactsRepository {
       .where('account_id', '=', accountId)
       .where('phone', '=', phone)
       .executeTakeFirst();
+  }
+
+  /**
+   * The contact with this phone, held (FOR KEY SHARE) until the transaction ends so that a merge
+   * or a deletion waits for it; undefined when there is none, or when the one this statement saw
+   * was merged away or deleted while it waited (the caller looks again).
+   */
+  async lockByPhone(trx: Tx, accountId: string, phone: string): Promise<ContactRecord | undefined> {
+    return trx
+      .selectFrom('contacts')
+      .select(CONTACT_COLUMNS)
+      .select(IDENTITIES)
+      .where('account_id', '=', accountId)
+      .where('phone', '=', phone)
+      .forKeyShare()
+      .executeTakeFirst();
+  }
+
+  /** The contact by id, held as lockByPhone holds it. */
+  async lockById(trx: Tx, accountId: string, id: string): Promise<ContactRecord | undefined> {
+    return trx
+      .selectFrom('contacts')
+      .select(CONTACT_COLUMNS)
+      .select(IDENTITIES)
+      .where('account_id', '=', accountId)
+      .where('id', '=', id)
+      .forKeyShare()
+      .executeTakeFirst();
+  }
+
+  /** The contact with this identity on the channel, if any (no lock). */
+  async findByIdentity(
+    accountId: string,
+    channel: IdentityChannel,
+    externalId: string,
+  ): Promise<ContactRecord | undefined> {
+    return this.db
+      .selectFrom('contacts')
+      .select(CONTACT_COLUMNS)
+      .select(IDENTITIES)
+      .where('account_id', '=', accountId)
+      .where('id', '=', (eb) =>
+        eb
+          .selectFrom('contact_identities')
+          .select('contact_id')
+          .where('account_id', '=', accountId)
+          .where('channel', '=', channel)
+          .where('external_id', '=', externalId),
+      )
+      .executeTakeFirst();
+  }
+
+  /** The contact with this identity on the channel, held as lockByPhone holds it. */
+  async lockByIdentity(
+    trx: Tx,
+    accountId: string,
+    channel: IdentityChannel,
+    externalId: string,
+  ): Promise<ContactRecord | undefined> {
+    return trx
+      .selectFrom('contacts')
+      .select(CONTACT_COLUMNS)
+      .select(IDENTITIES)
+      .where('account_id', '=', accountId)
+      .where('id', '=', (eb) =>
+        eb
+          .selectFrom('contact_identities')
+          .select('contact_id')
+          .where('account_id', '=', accountId)
+          .where('channel', '=', channel)
+          .where('external_id', '=', externalId),
+      )
+      .forKeyShare()
+      .executeTakeFirst();
+  }
+
+  /**
+   * Inserts the contact with its identity, in one statement that inserts neither when the
+   * identity is already taken (race-safe: a concurrent insert of the same identity waits for
+   * the first and then does nothing). True when inserted.
+   */
+  async insertWithIdentity(
+    trx: Tx,
+    row: ContactRow,
+    channel: IdentityChannel,
+    externalId: string,
+  ): Promise<boolean> {
+    const result = await sql<{ id: string }>`
+      WITH identity AS (
+        INSERT INTO contact_identities (account_id, contact_id, channel, external_id, created_at)
+        VALUES (${row.account_id}, ${row.id}, ${channel}, ${externalId}, ${row.created_at})
+        ON CONFLICT DO NOTHING
+        RETURNING contact_id
+      )
+      INSERT INTO contacts (account_id, id, phone, name, email, tags, lifecycle_stage,
+        custom_fields, created_at, updated_at)
+      SELECT ${row.account_id}, identity.contact_id, ${row.phone}, ${row.name}, ${row.email},
+        ${row.tags}::text[], ${row.lifecycle_stage}, ${JSON.stringify(row.custom_fields)}::jsonb,
+        ${row.created_at}, ${row.updated_at}
+      FROM identity
+      RETURNING id`.execute(trx);
+    return result.rows.length > 0;
+  }
+
+  /**
+   * The phone and the stored identity on `channel` of each of these contacts, held (FOR KEY
+   * SHARE, in id order) until the transaction ends: a contact merged away or deleted meanwhile
+   * is absent, and none can be merged away under a message being recorded for it.
+   */
+  async lockForMessaging(
+    trx: Tx,
+    accountId: string,
+    ids: readonly string[],
+    channel: Channel,
+  ): Promise<Map<string, MessagingAddress>> {
+    if (ids.length === 0) return new Map();
+    const rows = await trx
+      .selectFrom('contacts as ct')
+      .leftJoin('contact_identities as ci', (j) =>
+        j
+          .onRef('ci.account_id', '=', 'ct.account_id')
+          .onRef('ci.contact_id', '=', 'ct.id')
+          .on('ci.channel', '=', channel as IdentityChannel),
+      )
+      .select(['ct.id', 'ct.phone', 'ci.external_id'])
+      .where('ct.account_id', '=', accountId)
+      .where('ct.id', 'in', [...ids])
+      .orderBy('ct.id')
+      .forKeyShare('ct')
+      .execute();
+    return new Map(rows.map((r) => [r.id, { phone: r.phone, identity: r.external_id ?? null }]));
+  }
+
+  /** These contacts locked for a merge (FOR UPDATE, in id order), with their identities. */
+  async lockForMerge(
+    trx: Tx,
+    accountId: string,
+    ids: readonly string[],
+  ): Promise<Map<string, ContactRecord>> {
+    const rows = await trx
+      .selectFrom('contacts')
+      .select(CONTACT_COLUMNS)
+      .select(IDENTITIES)
+      .where('account_id', '=', accountId)
+      .where('id', 'in', [...ids])
+      .orderBy('id')
+      .forUpdate()
+      .execute();
+    return new Map(rows.map((r) => [r.id, r]));
+  }
+
+  /** The channels on which these contacts have a conversation, per contact; the rows locked. */
+  async lockConversationChannels(
+    trx: Tx,
+    accountId: string,
+    contactIds: readonly string[],
+  ): Promise<{ id: string; contact_id: string; channel: Channel }[]> {
+    return trx
+      .selectFrom('conversations')
+      .select(['id', 'contact_id', 'channel'])
+      .where('account_id', '=', accountId)
+      .where('contact_id', 'in', [...contactIds])
+      .orderBy('id')
+      .forUpdate()
+      .execute();
+  }
+
+  /**
+   * Moves one contact's identities and conversations (with their messages and notes) to
+   * another; for a merge, after both are locked and checked not to share a channel.
+   */
+  async moveBelongings(trx: Tx, accountId: string, from: string, to: string): Promise<void> {
+    await trx
+      .updateTable('contact_identities')
+      .set({ contact_id: to })
+      .where('account_id', '=', accountId)
+      .where('contact_id', '=', from)
+      .execute();
+    await trx
+      .updateTable('conversations')
+      .set({ contact_id: to })
+      .where('account_id', '=', accountId)
+      .where('contact_id', '=', from)
+      .execute();
+  }
+
+  /** Sets the name of a contact that has none; false when it has one or is gone. */
+  async nameIfUnnamed(
+    trx: Tx,
+    accountId: string,
+    id: string,
+    name: string,
+    now: Date,
+  ): Promise<boolean> {
+    const result = await trx
+      .updateTable('contacts')
+      .set({ name, updated_at: now })
+      .where('account_id', '=', accountId)
+      .where('id', '=', id)
+      .where('name', 'is', null)
+      .executeTakeFirst();
+    return result.numUpdatedRows > 0n;
+  }
+
+  /** Replaces a merged contact's fields (its identities are moved separately). */
+  async replaceFields(
+    trx: Tx,
+    accountId: string,
+    id: string,
+    fields: Pick<ContactRow, 'phone' | 'name' | 'email' | 'tags' | 'custom_fields' | 'updated_at'>,
+  ): Promise<ContactRecord> {
+    return trx
+      .updateTable('contacts')
+      .set({ ...fields, custom_fields: JSON.stringify(fields.custom_fields) })
+      .where('account_id', '=', accountId)
+      .where('id', '=', id)
+      .returning(CONTACT_COLUMNS)
+      .returning(IDENTITIES)
+      .executeTakeFirstOrThrow();
   }
 
   async addTags(trx: Tx, accountId: string, tags: string[], now: Date): Promise<void> {

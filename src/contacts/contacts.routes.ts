@@ -8,6 +8,7 @@ import {
   CreateContactBody,
   LifecycleBody,
   ListContactsQuery,
+  MergeContactBody,
   ListTagsQuery,
   Tag,
   UpdateContactBody,
@@ -90,6 +91,20 @@ export function contactsRoutes(app: FastifyInstance, contacts: ContactsService):
       response: { 200: Contact, ...errorResponses(404, 422) },
     },
     handler: (req) => contacts.setLifecycle(req.scope, req.params.id, req.body.lifecycle_stage),
+  });
+
+  r.post('/contacts/:id/merge', {
+    schema: {
+      tags,
+      operationId: 'mergeContact',
+      summary: 'Merge another contact into this one (the same person met on two channels)',
+      description:
+        "The other contact's identities, conversations (with their messages and notes) and tags move to this contact; its custom fields fill the keys this one lacks (this contact's values win); a missing phone, name or email is taken from it; then it is deleted (its id answers 404). 409 when both contacts have an identity on one channel (two phones, two PSIDs), or both have a conversation on one channel. One transaction; no event is emitted.",
+      params: IdParams,
+      body: MergeContactBody,
+      response: { 200: Contact, ...errorResponses(404, 409, 422) },
+    },
+    handler: (req) => contacts.merge(req.scope, req.params.id, req.body.contact_id),
   });
 
   r.get('/tags', {

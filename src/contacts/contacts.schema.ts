@@ -9,15 +9,36 @@ const CustomFieldValue = Type.Union([
   Type.Boolean(),
 ]);
 
+export const ContactIdentity = Type.Object(
+  {
+    channel: Type.Enum(['whatsapp', 'instagram', 'messenger', 'webchat']),
+    id: Type.String({
+      description:
+        "The contact's id on the channel: the phone (E.164) on whatsapp, the page-scoped id (PSID) on messenger, the Instagram-scoped id (IGSID) on instagram, the verified identifier on webchat.",
+    }),
+  },
+  { additionalProperties: false },
+);
+export type ContactIdentity = Static<typeof ContactIdentity>;
+
 export const Contact = Type.Object(
   {
     id: Type.String({ description: 'Prefixed `con_`.' }),
-    phone: Type.String({ description: 'E.164.' }),
+    phone: Nullable(
+      Type.String({
+        description:
+          'E.164. Null for a contact first met on a channel without phone numbers (messenger, instagram, webchat) until a phone is set.',
+      }),
+    ),
     name: Nullable(Type.String()),
     email: Nullable(Type.String()),
     tags: Type.Array(Type.String()),
     lifecycle_stage: Nullable(Type.String()),
     custom_fields: Type.Record(Type.String(), CustomFieldValue),
+    identities: Type.Array(ContactIdentity, {
+      description:
+        'Read-only: who the contact is on each channel, at most one per channel; whatsapp is present when the contact has a phone. On a channel connected to a real provider, a contact is reached only through its identity there.',
+    }),
     created_at: Timestamp,
     updated_at: Timestamp,
   },
@@ -69,6 +90,17 @@ export const UpdateContactBody = Type.Object(
   { additionalProperties: false },
 );
 export type UpdateContactBody = Static<typeof UpdateContactBody>;
+
+export const MergeContactBody = Type.Object(
+  {
+    contact_id: Type.String({
+      maxLength: 64,
+      description: 'The contact folded into this one and then deleted.',
+    }),
+  },
+  { additionalProperties: false },
+);
+export type MergeContactBody = Static<typeof MergeContactBody>;
 
 export const LifecycleBody = Type.Object(
   {

@@ -2,7 +2,7 @@ import type { Clock } from '../clock.js';
 import { Batcher } from '../db/batcher.js';
 import type { ReadCache } from '../db/read-cache.js';
 import type { Tx } from '../db/database.js';
-import type { CustomFieldValue } from '../db/schema.js';
+import type { Channel, CustomFieldValue } from '../db/schema.js';
 import { isUniqueViolation } from '../db/errors.js';
 import type { Scope, Transactor } from '../db/transactor.js';
 import { Conflict, NotFound, ValidationError } from '../errors.js';
@@ -12,15 +12,27 @@ import { newId } from '../ids.js';
 import type {
   ContactChanges,
   ContactFilter,
+  ContactRecord,
   ContactRow,
   ContactsRepository,
+  MessagingAddress,
+  StoredIdentity,
 } from './contacts.repository.js';
 import type { Contact, CreateContactBody, Tag, UpdateContactBody } from './contacts.schema.js';
+import { isIdentityChannel, presentIdentities } from './identities.js';
 import { isValidE164 } from './phone.js';
 
 const FIELD_KEY = /^[a-z0-9_]{1,64}$/;
+/** Tags a contact may carry (DESIGN §2). */
+const MAX_TAGS = 50;
+/** How often a lookup retries when the contact it found was merged away or deleted meanwhile. */
+const LOOKUP_ATTEMPTS = 5;
 
-export function toContact(row: ContactRow): Contact {
+/** The contact as the API shows it; `identities` are the stored ones (the row's, if it has them). */
+export function toContact(
+  row: ContactRow | ContactRecord,
+  identities: readonly StoredIdentity[] = 'identities' in row ? row.identities : [],
+): Contact {
   return {
     id: row.id,
     phone: row.phone,
@@ -29,9 +41,18 @@ export function toContact(row: ContactRow): Contact {
     tags: row.tags,
     lifecycle_stage: row.lifecycle_stage,
     custom_fields: row.custom_fields,
+    identities: presentIdentities(row.phone, identities),
     created_at: row.created_at.toISOString(),
     updated_at: row.updated_at.toISOString(),
   };
+}
+
+/** A channel's id for a person, as a provider gives it: non-empty text of at most 256 characters. */
+function checkExternalId(externalId: string): string {
+  if (externalId.length < 1 || externalId.length > 256 || externalId.includes('\u0000')) {
+    throw new ValidationError('identity', 'must be 1 to 256 characters');
+  }
+  return externalId;
 }
 
 function checkPhone(phone: string): string {
@@ -67,7 +88,7 @@ function checkFieldKeys(fields: Record<string, unknown>): void {
 
 export class ContactsService {
   /** Reads by id of concurrent requests share one query. */
-  private readonly byId: Batcher<{ accountId: string; id: string }, ContactRow | undefined>;
+  private readonly byId: Batcher<{ accountId: string; id: string }, ContactRecord | undefined>;
 
   constructor(
     private readonly deps: {
@@ -89,11 +110,16 @@ export class ContactsService {
   }
 
   /** Runs a change to one contact; once it has committed (or failed), this process's cached copy goes. */
-  private async changing<T>(accountId: string, id: string, work: () => Promise<T>): Promise<T> {
+  private async changing<T>(
+    accountId: string,
+    ids: string | string[],
+    work: () => Promise<T>,
+  ): Promise<T> {
     try {
       return await work();
     } finally {
-      this.deps.cache.invalidate(`${accountId} ${id}`);
+      for (const id of typeof ids === 'string' ? [ids] : ids)
+        this.deps.cache.invalidate(`${accountId} ${id}`);
     }
   }
 
@@ -139,14 +165,11 @@ export class ContactsService {
     return contact;
   }
 
-  async getInTransaction(trx: Tx, accountId: string, id: string): Promise<Contact> {
-    const row = await this.deps.contacts.find(accountId, id, trx);
-    if (!row) throw new NotFound('contact', id);
-    return toContact(row);
-  }
-
-  /** The contact with this phone, created (with its `contact.created` event) when there is none. */
-  /** The contact with this phone, or a new one named `name` (a provider's profile name). */
+  /**
+   * The contact with this phone, or a new one named `name` (a provider's profile name) with its
+   * `contact.created` event; held until the transaction ends, so that it cannot be merged away
+   * under what the caller records for it.
+   */
   async findOrCreateByPhone(
     trx: Tx,
     accountId: string,
@@ -154,8 +177,115 @@ export class ContactsService {
     name: string | null = null,
   ): Promise<Contact> {
     checkPhone(phone);
+    for (let attempt = 0; attempt < LOOKUP_ATTEMPTS; attempt++) {
+      const row = this.newRow(accountId, phone, name);
+      if (await this.deps.contacts.insertIfPhoneFree(trx, row)) {
+        const contact = toContact(row);
+        await this.deps.outbox.record(trx, accountId, 'contact.created', contact);
+        return contact;
+      }
+      const found = await this.deps.contacts.lockByPhone(trx, accountId, phone);
+      if (found) return toContact(found);
+      // The contact that had the phone was merged into another or deleted while we waited.
+    }
+    throw new Error(`the contact with phone ${phone} kept changing while it was looked up`);
+  }
+
+  /**
+   * The contact known on `channel` by `externalId` (a PSID, an IGSID, a webchat identifier), or
+   * a new phone-less one with that identity, named `name`, with its `contact.created` event.
+   * Race-safe: concurrent first messages from one sender make one contact and one event. The
+   * contact is held until the transaction ends, as findOrCreateByPhone holds it, and an
+   * identity moved by a merge meanwhile finds the contact it was merged into. On whatsapp the
+   * identity is the phone's digits (with or without its `+`).
+   */
+  async findOrCreateByIdentity(
+    trx: Tx,
+    accountId: string,
+    channel: Channel,
+    externalId: string,
+    name: string | null = null,
+  ): Promise<Contact> {
+    if (!isIdentityChannel(channel)) {
+      return this.findOrCreateByPhone(trx, accountId, `+${externalId.replace(/^\+/, '')}`, name);
+    }
+    checkExternalId(externalId);
+    for (let attempt = 0; attempt < LOOKUP_ATTEMPTS; attempt++) {
+      const found = await this.deps.contacts.lockByIdentity(trx, accountId, channel, externalId);
+      if (found) return toContact(found);
+      const row = this.newRow(accountId, null, name);
+      if (await this.deps.contacts.insertWithIdentity(trx, row, channel, externalId)) {
+        const contact = toContact(row, [{ channel, id: externalId }]);
+        await this.deps.outbox.record(trx, accountId, 'contact.created', contact);
+        return contact;
+      }
+      // Created meanwhile by a concurrent first message: found on the next look.
+    }
+    throw new Error(
+      `the contact with ${channel} identity ${externalId} kept changing while it was looked up`,
+    );
+  }
+
+  /**
+   * The contact known on `channel` by `externalId`, or undefined when the sender is new (so that
+   * an adapter can look up a new sender's profile name before its first message is recorded).
+   */
+  async findByIdentity(
+    scope: Scope,
+    channel: Channel,
+    externalId: string,
+  ): Promise<Contact | undefined> {
+    if (!isIdentityChannel(channel) || externalId.length < 1 || externalId.length > 256)
+      return undefined;
+    const row = await this.deps.contacts.findByIdentity(scope.accountId, channel, externalId);
+    return row && toContact(row);
+  }
+
+  /** The contact by id, held as findOrCreateByPhone holds it; 404 when there is none. */
+  async lockInTransaction(trx: Tx, accountId: string, id: string): Promise<Contact> {
+    const row = await this.deps.contacts.lockById(trx, accountId, id);
+    if (!row) throw new NotFound('contact', id);
+    return toContact(row);
+  }
+
+  /**
+   * Where each of these contacts is reached on `channel` (phone, stored identity), read and held
+   * until the transaction ends, so that none is merged away or deleted under the messages being
+   * recorded for it; a contact already gone is absent.
+   */
+  async lockForMessaging(
+    trx: Tx,
+    accountId: string,
+    ids: readonly string[],
+    channel: Channel,
+  ): Promise<Map<string, MessagingAddress>> {
+    return this.deps.contacts.lockForMessaging(trx, accountId, [...ids].sort(), channel);
+  }
+
+  /**
+   * Names a contact that has no name yet (a provider's profile name, learnt after the contact
+   * was created); a contact already named, or gone, is left as it is. True when named.
+   */
+  async nameIfUnnamed(scope: Scope, id: string, name: string): Promise<boolean> {
+    const trimmed = name.trim().slice(0, 200);
+    if (trimmed === '') return false;
+    return this.changing(scope.accountId, [id], () =>
+      this.deps.tx.run(scope, async (trx) => {
+        const named = await this.deps.contacts.nameIfUnnamed(
+          trx,
+          scope.accountId,
+          id,
+          trimmed,
+          this.deps.clock.now(),
+        );
+        return named;
+      }),
+    );
+  }
+
+  private newRow(accountId: string, phone: string | null, name: string | null): ContactRow {
     const now = this.deps.clock.now();
-    const row: ContactRow = {
+    return {
       account_id: accountId,
       id: newId('con'),
       phone,
@@ -167,12 +297,6 @@ export class ContactsService {
       created_at: now,
       updated_at: now,
     };
-    if (await this.deps.contacts.insertIfPhoneFree(trx, row)) {
-      const contact = toContact(row);
-      await this.deps.outbox.record(trx, accountId, 'contact.created', contact);
-      return contact;
-    }
-    return toContact((await this.deps.contacts.findByPhone(trx, accountId, phone))!);
   }
 
   async list(scope: Scope, filter: ContactFilter, page: PageRequest): Promise<PageResult<Contact>> {
@@ -183,7 +307,7 @@ export class ContactsService {
       { ...filter, tag },
       page,
     );
-    return { data: rows.map(toContact), total, page: page.page };
+    return { data: rows.map((row) => toContact(row)), total, page: page.page };
   }
 
   async update(scope: Scope, id: string, input: UpdateContactBody): Promise<Contact> {
@@ -231,6 +355,79 @@ export class ContactsService {
         });
         if (!row) throw new NotFound('contact', id);
         return toContact(row);
+      }),
+    );
+  }
+
+  /**
+   * Folds `otherId` into contact `id` (one person met on two channels), in one transaction with
+   * both contacts locked in id order: the other's identities, conversations (with their
+   * messages and notes) and tags move over, its custom fields fill keys this contact lacks, a
+   * missing phone, name or email is taken from it, and it is deleted. Refused with 409 when both
+   * have an identity on one channel (two phones, two PSIDs), or both have a conversation on one
+   * channel (possible without identities through the sandbox): one conversation per contact and
+   * channel, and no message history is rewritten. Emits no event: the API has no event for a
+   * contact changed or deleted.
+   */
+  async merge(scope: Scope, id: string, otherId: string): Promise<Contact> {
+    if (otherId === id)
+      throw new ValidationError('contact_id', 'must be another contact than the one merged into');
+    return this.changing(scope.accountId, [id, otherId], () =>
+      this.deps.tx.run(scope, async (trx) => {
+        const locked = await this.deps.contacts.lockForMerge(trx, scope.accountId, [id, otherId]);
+        const into = locked.get(id);
+        if (!into) throw new NotFound('contact', id);
+        const other = locked.get(otherId);
+        if (!other) throw new NotFound('contact', otherId);
+
+        if (into.phone !== null && other.phone !== null) {
+          throw new Conflict(
+            `contacts ${id} and ${otherId} both have a phone (a whatsapp identity): a contact has one identity per channel, so they cannot be merged`,
+          );
+        }
+        for (const identity of into.identities) {
+          if (other.identities.some((o) => o.channel === identity.channel)) {
+            throw new Conflict(
+              `contacts ${id} and ${otherId} both have a ${identity.channel} identity: a contact has one identity per channel, so they cannot be merged`,
+            );
+          }
+        }
+        const conversations = await this.deps.contacts.lockConversationChannels(
+          trx,
+          scope.accountId,
+          [id, otherId],
+        );
+        for (const c of conversations) {
+          if (c.contact_id !== id) continue;
+          const twin = conversations.find(
+            (o) => o.contact_id === otherId && o.channel === c.channel,
+          );
+          if (twin) {
+            throw new Conflict(
+              `contacts ${id} and ${otherId} both have a conversation on ${c.channel} (${c.id} and ${twin.id}): a contact has one conversation per channel, so they cannot be merged`,
+            );
+          }
+        }
+        const tags = [...into.tags, ...other.tags.filter((t) => !into.tags.includes(t))];
+        if (tags.length > MAX_TAGS) {
+          throw new ValidationError(
+            'contact_id',
+            `the two contacts have ${tags.length} different tags together; a contact has at most ${MAX_TAGS}`,
+          );
+        }
+
+        await this.deps.contacts.moveBelongings(trx, scope.accountId, otherId, id);
+        // Deleted before its phone is given to the merged contact, which the phone's unique key needs.
+        await this.deps.contacts.delete(trx, scope.accountId, otherId);
+        const merged = await this.deps.contacts.replaceFields(trx, scope.accountId, id, {
+          phone: into.phone ?? other.phone,
+          name: into.name ?? other.name,
+          email: into.email ?? other.email,
+          tags,
+          custom_fields: { ...other.custom_fields, ...into.custom_fields },
+          updated_at: this.deps.clock.now(),
+        });
+        return toContact(merged);
       }),
     );
   }

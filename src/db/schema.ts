@@ -28,7 +28,8 @@ export type CustomFieldValue = string | number | boolean;
 export interface ContactsTable {
   account_id: string;
   id: string;
-  phone: string;
+  /** Null for a contact met on a channel without phones (Messenger, Instagram, webchat). */
+  phone: string | null;
   name: string | null;
   email: string | null;
   tags: string[];
@@ -36,6 +37,18 @@ export interface ContactsTable {
   custom_fields: Json<Record<string, CustomFieldValue>>;
   created_at: Timestamp;
   updated_at: Timestamp;
+}
+
+/** Channels whose people are known by an id of the channel's own; WhatsApp's is the phone. */
+export type IdentityChannel = 'instagram' | 'messenger' | 'webchat';
+
+/** A contact's id on a channel without phones (a PSID, an IGSID, a webchat identifier). */
+export interface ContactIdentitiesTable {
+  account_id: string;
+  contact_id: string;
+  channel: IdentityChannel;
+  external_id: string;
+  created_at: Timestamp;
 }
 
 export interface TagsTable {
@@ -304,6 +317,7 @@ export interface Tables {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
   contacts: ContactsTable;
+  contact_identities: ContactIdentitiesTable;
   tags: TagsTable;
   events: EventsTable;
   idempotency_keys: IdempotencyKeysTable;

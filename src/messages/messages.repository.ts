@@ -1,6 +1,7 @@
 import { sql, type Selectable } from 'kysely';
 import type { Db, Tx } from '../db/database.js';
 import type { Channel, MessageStatus, MessagesTable } from '../db/schema.js';
+import { addressOn } from '../contacts/identities.js';
 
 export type MessageRow = Selectable<MessagesTable>;
 
@@ -24,8 +25,13 @@ export interface QueuedMessage {
   row: MessageRow;
   channel: Channel;
   contactId: string;
-  /** Null when the contact has since been deleted. */
+  /** Null when the contact has none, or has since been deleted. */
   phone: string | null;
+  /**
+   * The contact's id on the conversation's channel (see OutboundMessage.to.identity); null
+   * when it has none there, or has since been deleted.
+   */
+  identity: string | null;
 }
 
 function forInsert(row: MessageRow) {
@@ -105,19 +111,75 @@ export class MessagesRepository {
       .leftJoin('contacts as ct', (j) =>
         j.onRef('ct.account_id', '=', 'c.account_id').onRef('ct.id', '=', 'c.contact_id'),
       )
+      // At most one identity per contact and channel (contact_identities_contact).
+      .leftJoin('contact_identities as ci', (j) =>
+        j
+          .onRef('ci.account_id', '=', 'c.account_id')
+          .onRef('ci.contact_id', '=', 'c.contact_id')
+          .onRef('ci.channel', '=', 'c.channel'),
+      )
       .selectAll('m')
-      .select(['c.channel', 'c.contact_id', 'ct.phone'])
+      .select(['c.channel', 'c.contact_id', 'ct.phone', 'ci.external_id'])
       .where('m.account_id', '=', accountId)
       .where('m.id', 'in', ids)
       .where('m.status', '=', 'queued')
       .orderBy('m.id')
       .execute();
-    return rows.map(({ channel, contact_id, phone, ...row }) => ({
+    return rows.map(({ channel, contact_id, phone, external_id, ...row }) => ({
       row: row,
       channel,
       contactId: contact_id,
       phone: phone ?? null,
+      identity: addressOn(channel, phone ?? null, external_id ?? null),
     }));
+  }
+
+  /** The conversation on `channel` of the contact with this identity there, if any. */
+  async conversationOfIdentity(
+    trx: Tx,
+    accountId: string,
+    channel: Channel,
+    identity: string,
+  ): Promise<string | undefined> {
+    // WhatsApp has no stored identities (its identity is the phone).
+    if (channel === 'whatsapp') return undefined;
+    const row = await trx
+      .selectFrom('contact_identities as i')
+      .innerJoin('conversations as c', (j) =>
+        j
+          .onRef('c.account_id', '=', 'i.account_id')
+          .onRef('c.contact_id', '=', 'i.contact_id')
+          .onRef('c.channel', '=', 'i.channel'),
+      )
+      .select('c.id')
+      .where('i.account_id', '=', accountId)
+      .where('i.channel', '=', channel)
+      .where('i.external_id', '=', identity)
+      .executeTakeFirst();
+    return row?.id;
+  }
+
+  /** Outbound messages of a conversation that the provider accepted, in one of `statuses`, created up to `bound`. */
+  async acceptedUpTo(
+    trx: Tx,
+    accountId: string,
+    conversationId: string,
+    bound: Date,
+    statuses: MessageStatus[],
+  ): Promise<string[]> {
+    const rows = await trx
+      .selectFrom('messages')
+      .select('id')
+      .where('account_id', '=', accountId)
+      .where('conversation_id', '=', conversationId)
+      .where('direction', '=', 'outbound')
+      .where('provider_message_id', 'is not', null)
+      .where('status', 'in', statuses)
+      .where('created_at', '<=', bound)
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute();
+    return rows.map((r) => r.id);
   }
 
   async findByProviderId(

@@ -6,6 +6,8 @@ import type {
   StatusUpdate,
 } from '../channels/channel.js';
 import { WINDOWED_CHANNELS } from '../channels/channel.js';
+import { templatesBypassWindow } from '../channels/meta-pages/window.js';
+import { addressOn } from '../contacts/identities.js';
 import type { Clock } from '../clock.js';
 import type { ContactsService } from '../contacts/contacts.service.js';
 import type { Tx } from '../db/database.js';
@@ -33,6 +35,8 @@ export interface QueueResult {
   contactId: string;
   row?: MessageRow;
   error?: AppError;
+  /** Where the message goes, read with the contact locked (set with `row`). */
+  to?: { phone: string | null; identity: string | null };
 }
 
 /** A batch recorded `queued`, with the send job (held under `lease`) that carries it. */
@@ -43,16 +47,41 @@ export interface QueuedBatch {
 
 export interface Recipient {
   contactId: string;
-  phone: string | null;
 }
 
-function outsideWindow(channel: Channel): AppError {
-  return new AppError(
-    'validation_error',
-    `outside the 24-hour customer service window on ${channel}: the contact has not written in the last 24 hours; send an approved template instead`,
-    422,
-    [{ field: 'type', issue: 'a template is required outside the 24-hour window' }],
-  );
+/**
+ * A real provider can only reach a contact through its id on the channel: on messenger,
+ * instagram and webchat the person must have written first, on whatsapp the contact needs a
+ * phone. (The sandbox addresses every contact.)
+ */
+export function noIdentity(channel: Channel, contactId: string): AppError {
+  const [why, issue] =
+    channel === 'whatsapp'
+      ? [
+          `contact ${contactId} has no phone: on whatsapp a contact is reached by its phone number; set one with PUT /v1/contacts/${contactId}`,
+          'the contact has no phone',
+        ]
+      : [
+          `contact ${contactId} has no ${channel} identity: on ${channel} a contact must write first`,
+          `the contact has no ${channel} identity`,
+        ];
+  return new AppError('validation_error', why, 422, [{ field: 'contact_id', issue }]);
+}
+
+function outsideWindow(channel: Channel, templatesAllowed: boolean): AppError {
+  return templatesAllowed
+    ? new AppError(
+        'validation_error',
+        `outside the 24-hour customer service window on ${channel}: the contact has not written in the last 24 hours; send an approved template instead`,
+        422,
+        [{ field: 'type', issue: 'a template is required outside the 24-hour window' }],
+      )
+    : new AppError(
+        'validation_error',
+        `outside the 24-hour customer service window on ${channel}: the contact has not written in the last 24 hours, and ${channel} allows no message (templates included) until they write again`,
+        422,
+        [{ field: 'contact_id', issue: 'has not written in the last 24 hours' }],
+      );
 }
 
 /** What may accompany each message type: a field outside its type is a mistake worth reporting. */
@@ -116,14 +145,18 @@ export class MessagesService {
   async send(scope: Scope, body: SendMessageBody): Promise<Message> {
     checkFields(body);
     const contact = await this.deps.contacts.get(scope, body.contact_id);
-    // Decided before anything is written: an unconnected channel is a 422 with nothing stored.
+    // Decided before anything is written: an unconnected channel is a 422 with nothing stored,
+    // and so is a contact the channel's real provider has no way to address.
     const provider = await this.deps.providers.resolve(scope.accountId, body.channel);
+    const requireIdentity = provider.name !== 'sandbox';
+    if (requireIdentity && !contact.identities.some((i) => i.channel === body.channel))
+      throw noIdentity(body.channel, contact.id);
     let media: FetchedMedia | null = null;
     if (body.type === 'image' || body.type === 'document') {
       // Fetched before the transaction: a slow media host must not hold a database lock.
       media = await this.deps.fetchMedia(body.media_url!, body.type);
     }
-    const { row, job } = await this.deps.tx.run(scope, async (trx) => {
+    const { row, to, job } = await this.deps.tx.run(scope, async (trx) => {
       let content = body.content ?? null;
       let template: TemplateRef | null = null;
       if (body.type === 'template') {
@@ -147,17 +180,18 @@ export class MessagesService {
         template,
         mediaUrl: media?.url ?? null,
         broadcastId: null,
-        recipients: [{ contactId: contact.id, phone: contact.phone }],
+        recipients: [{ contactId: contact.id }],
+        provider: provider.name,
       });
       const [result] = batch.results;
       if (result!.error) throw result!.error;
-      return { row: result!.row!, job: batch.job! };
+      return { row: result!.row!, to: result!.to!, job: batch.job! };
     });
     const attempt = this.dispatch(
       scope.accountId,
       body.channel,
       job,
-      [{ row, channel: body.channel, contactId: contact.id, phone: contact.phone }],
+      [{ row, channel: body.channel, contactId: contact.id, ...to }],
       provider,
     );
     const answered = await Promise.race([
@@ -208,10 +242,13 @@ export class MessagesService {
   }
 
   /**
-   * The one way into sending, for the API (a batch of one) and for broadcasts: conversations
-   * found or created and locked, the 24-hour window checked per recipient, the messages stored
-   * `queued` with one send job held by the caller, all in the caller's transaction. A recipient
-   * the rules refuse gets an error instead of a message; the others are unaffected.
+   * The one way into sending, for the API (a batch of one) and for broadcasts: the recipients'
+   * contacts locked (none can be merged away or deleted meanwhile) with their addresses on the
+   * channel, conversations found or created and locked, the 24-hour window checked per
+   * recipient, the messages stored `queued` with one send job held by the caller, all in the
+   * caller's transaction. A recipient the rules refuse (gone, no identity on the channel for a
+   * real provider, outside the window) gets an error instead of a message; the others are
+   * unaffected.
    */
   async queue(
     trx: Tx,
@@ -225,12 +262,37 @@ export class MessagesService {
       mediaUrl: string | null;
       broadcastId: string | null;
       recipients: Recipient[];
+      /**
+       * The channel's provider. A real one (not the sandbox) cannot reach a recipient without
+       * an identity on the channel; and whether templates may pass the 24-hour window is the
+       * provider's rule (Meta allows it on WhatsApp, not on Messenger or Instagram).
+       */
+      provider: ChannelProvider['name'];
     },
   ): Promise<QueuedBatch> {
     const now = this.deps.clock.now();
-    // Sorted, so that concurrent batches lock conversations in one order and never deadlock.
-    const contactIds = [...new Set(batch.recipients.map((r) => r.contactId))].sort();
-    const windowed = batch.type !== 'template' && WINDOWED_CHANNELS.has(batch.channel);
+    // Sorted, so that concurrent batches lock contacts, then conversations, in one order and
+    // never deadlock (a merge locks contacts in id order too, before their conversations).
+    const addresses = await this.deps.contacts.lockForMessaging(
+      trx,
+      accountId,
+      [...new Set(batch.recipients.map((r) => r.contactId))],
+      batch.channel,
+    );
+    const refusals = new Map<string, AppError>();
+    const to = new Map<string, { phone: string | null; identity: string | null }>();
+    for (const { contactId } of batch.recipients) {
+      const address = addresses.get(contactId);
+      const identity = address ? addressOn(batch.channel, address.phone, address.identity) : null;
+      if (!address) refusals.set(contactId, new NotFound('contact', contactId));
+      else if (batch.provider !== 'sandbox' && identity === null)
+        refusals.set(contactId, noIdentity(batch.channel, contactId));
+      else to.set(contactId, { phone: address.phone, identity });
+    }
+    const contactIds = [...to.keys()].sort();
+    const templatesAllowed = templatesBypassWindow(batch.provider);
+    const windowed =
+      WINDOWED_CHANNELS.has(batch.channel) && (batch.type !== 'template' || !templatesAllowed);
     // Inside the window there is always a conversation (the contact wrote in it), so a windowed
     // send only locks existing ones and never leaves an empty conversation for a refused recipient.
     const conversations = windowed
@@ -239,13 +301,21 @@ export class MessagesService {
     const results: QueueResult[] = [];
     const rows: MessageRow[] = [];
     for (const recipient of batch.recipients) {
+      const refusal = refusals.get(recipient.contactId);
+      if (refusal) {
+        results.push({ contactId: recipient.contactId, error: refusal });
+        continue;
+      }
       const conversation = conversations.get(recipient.contactId);
       const last = conversation?.last_inbound_at;
       if (
         !conversation ||
         (windowed && (!last || now.getTime() - last.getTime() >= CUSTOMER_WINDOW_MS))
       ) {
-        results.push({ contactId: recipient.contactId, error: outsideWindow(batch.channel) });
+        results.push({
+          contactId: recipient.contactId,
+          error: outsideWindow(batch.channel, templatesAllowed),
+        });
         continue;
       }
       const row: MessageRow = {
@@ -267,7 +337,7 @@ export class MessagesService {
         updated_at: now,
       };
       rows.push(row);
-      results.push({ contactId: recipient.contactId, row });
+      results.push({ contactId: recipient.contactId, row, to: to.get(recipient.contactId)! });
     }
     if (rows.length === 0) return { results, job: null };
     await this.deps.messages.insertMany(trx, rows);
@@ -310,15 +380,26 @@ export class MessagesService {
       if (seen) return toMessage(seen);
     }
     return this.deps.tx.run(scope, async (trx) => {
+      // The contact stays locked until the commit: a merge waits for this message, or this
+      // message finds the contact a merge made.
+      const from = inbound.from;
       const contact =
-        'contactId' in inbound.from
-          ? await this.deps.contacts.getInTransaction(trx, scope.accountId, inbound.from.contactId)
-          : await this.deps.contacts.findOrCreateByPhone(
-              trx,
-              scope.accountId,
-              inbound.from.phone,
-              inbound.from.name ?? null,
-            );
+        'contactId' in from
+          ? await this.deps.contacts.lockInTransaction(trx, scope.accountId, from.contactId)
+          : 'identity' in from
+            ? await this.deps.contacts.findOrCreateByIdentity(
+                trx,
+                scope.accountId,
+                inbound.channel,
+                from.identity,
+                from.name ?? null,
+              )
+            : await this.deps.contacts.findOrCreateByPhone(
+                trx,
+                scope.accountId,
+                from.phone,
+                from.name ?? null,
+              );
       const now = this.deps.clock.now();
       const conversations = await this.deps.conversations.openMany(
         trx,
@@ -408,6 +489,70 @@ export class MessagesService {
     });
   }
 
+  /** Whether a contact of the account already has this identity on the channel. */
+  async knowsIdentity(scope: Scope, who: { channel: Channel; identity: string }): Promise<boolean> {
+    return (
+      (await this.deps.contacts.findByIdentity(scope, who.channel, who.identity)) !== undefined
+    );
+  }
+
+  /**
+   * A report that covers every message up to a point (Messenger's read watermark, a delivery
+   * without ids, Instagram's read of one message): every outbound message of the conversation
+   * on `channel` of the contact with this identity that the provider accepted, created at or
+   * before the bound, moves forward, each with its event, in one transaction. `unknown` when
+   * nobody has the identity or the bounding message is not known (yet).
+   */
+  async applyStatusUpTo(
+    scope: Scope,
+    report: {
+      channel: Channel;
+      identity: string;
+      status: 'delivered' | 'read';
+      upTo: { at: Date } | { providerMessageId: string };
+    },
+  ): Promise<'applied' | 'unchanged' | 'unknown'> {
+    return this.deps.tx.run(scope, async (trx) => {
+      const conversationId = await this.deps.messages.conversationOfIdentity(
+        trx,
+        scope.accountId,
+        report.channel,
+        report.identity,
+      );
+      if (!conversationId) return 'unknown';
+      let bound: Date;
+      if ('at' in report.upTo) {
+        bound = report.upTo.at;
+      } else {
+        const read = await this.deps.messages.findByProviderId(
+          trx,
+          scope.accountId,
+          report.upTo.providerMessageId,
+        );
+        if (!read || read.conversation_id !== conversationId || read.direction !== 'outbound')
+          return 'unknown';
+        bound = read.created_at;
+      }
+      const ids = await this.deps.messages.acceptedUpTo(
+        trx,
+        scope.accountId,
+        conversationId,
+        bound,
+        report.status === 'read' ? ['sent', 'delivered'] : ['sent'],
+      );
+      let moved = 0;
+      for (const id of ids) {
+        const before = await this.deps.messages.find(scope.accountId, id, trx);
+        const after = await this.advance(trx, scope.accountId, id, {
+          messageId: id,
+          status: report.status,
+        });
+        if (before && after.status !== before.status) moved++;
+      }
+      return moved > 0 ? 'applied' : 'unchanged';
+    });
+  }
+
   private async advance(
     trx: Tx,
     accountId: string,
@@ -448,7 +593,7 @@ function toOutbound(accountId: string, q: QueuedMessage): OutboundMessage {
     accountId,
     messageId: row.id,
     channel: q.channel,
-    to: { contactId: q.contactId, phone: q.phone },
+    to: { contactId: q.contactId, phone: q.phone, identity: q.identity },
     type: row.type,
     content: row.content,
     template:

@@ -153,7 +153,9 @@ describe('Messenger provider: Send API requests (DESIGN §4 "Sending")', () => {
   });
 
   it('a contact without a PSID on the page is failed with a reason, and Graph is not called', async () => {
-    const outcome = await send(message({ to: { contactId: 'con_1', phone: '+14155550100' } }));
+    const outcome = await send(
+      message({ to: { contactId: 'con_1', phone: '+14155550100', identity: null } }),
+    );
     expect(outcome).toEqual({
       status: 'failed',
       reason:

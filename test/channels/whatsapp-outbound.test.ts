@@ -38,7 +38,7 @@ function message(over: Partial<OutboundMessage> = {}): OutboundMessage {
     accountId: 'acc_1',
     messageId: 'msg_1',
     channel: 'whatsapp',
-    to: { contactId: 'ctc_1', phone: '+447700900123' },
+    to: { contactId: 'ctc_1', phone: '+447700900123', identity: '447700900123' },
     type: 'text',
     content: 'Hello there',
     template: null,
@@ -169,7 +169,7 @@ describe('WhatsApp Cloud provider: request bodies (DESIGN §4)', () => {
 describe('WhatsApp Cloud provider: messages it cannot send', () => {
   it('a contact without a phone fails with a clear reason and no request', async () => {
     const outcome = await provider.send(
-      message({ to: { contactId: 'ctc_2', phone: null } }),
+      message({ to: { contactId: 'ctc_2', phone: null, identity: null } }),
       signal(),
     );
     expect(outcome).toEqual({ status: 'failed', reason: expect.stringMatching(/no phone number/) });
@@ -270,7 +270,7 @@ describe('WhatsApp Cloud provider: outcomes by Graph error code', () => {
 
   it("Graph's own refusal of a bad body is final (code 100)", async () => {
     const outcome = await provider.send(
-      message({ to: { contactId: 'c', phone: '+12' } }),
+      message({ to: { contactId: 'c', phone: '+12', identity: '12' } }),
       signal(),
     );
     expect(outcome).toEqual({ status: 'failed', reason: expect.stringMatching(/^\(#100\) /) });

@@ -75,6 +75,7 @@ describe('POST /v1/contacts', () => {
         'custom_fields',
         'email',
         'id',
+        'identities',
         'lifecycle_stage',
         'name',
         'phone',
@@ -90,6 +91,7 @@ describe('POST /v1/contacts', () => {
       tags: ['vip'],
       lifecycle_stage: null,
       custom_fields: { plan: 'gold' },
+      identities: [{ channel: 'whatsapp', id: phone }],
     });
     expect(c.created_at).toMatch(ISO);
     expect(c.updated_at).toBe(c.created_at);
@@ -573,6 +575,7 @@ describe('GET /v1/contacts', () => {
         'custom_fields',
         'email',
         'id',
+        'identities',
         'lifecycle_stage',
         'name',
         'phone',

@@ -228,7 +228,12 @@ describe('provider errors', () => {
 
   it('a send the provider fails is counted by channel and provider name', async () => {
     const acc = await newAccount(t);
-    const contact = await createContact(acc);
+    // A real provider reaches only a contact known on its channel: a webchat visitor.
+    const contact = await t.db
+      .transaction()
+      .execute((trx) =>
+        t.services.contacts.findOrCreateByIdentity(trx, acc.accountId, 'webchat', 'visitor-1'),
+      );
     const res = await acc.call({
       method: 'POST',
       url: '/v1/messages/send',

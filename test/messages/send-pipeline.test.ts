@@ -7,8 +7,9 @@ import { createContact } from '../inbox-helpers.js';
 // and their answers are recorded together; it refuses one recipient for good.
 const REFUSED_PHONE_SUFFIX = '9999';
 const calls: OutboundMessage[] = [];
+// Named as the sandbox, which addresses every contact (a real provider needs an identity).
 const slow: ChannelProvider = {
-  name: 'webchat',
+  name: 'sandbox',
   send: async (m) => {
     calls.push(m);
     await new Promise((r) => setTimeout(r, 20));
