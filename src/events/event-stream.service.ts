@@ -143,7 +143,10 @@ export class EventStreamService {
       ? await this.deps.events.position(accountId, lastEventId)
       : null;
     if (position) return position;
-    if (EVENT_ID.test(lastEventId) && idTime(lastEventId) < this.deps.clock.now().getTime() - EVENT_RETENTION_MS) {
+    if (
+      EVENT_ID.test(lastEventId) &&
+      idTime(lastEventId) < this.deps.clock.now().getTime() - EVENT_RETENTION_MS
+    ) {
       return { xid: '0', seq: '0' };
     }
     throw new ValidationError(

@@ -95,8 +95,15 @@ export class EventStream {
         for (const e of batch.events) {
           this.cursor = e.position;
           if (!e.wanted) continue;
-          const body = eventBody({ id: e.id, type: e.type, created_at: e.created_at, data: e.data });
-          writable = this.output.write(`id: ${e.id}\nevent: ${e.type}\ndata: ${body.toString()}\n\n`);
+          const body = eventBody({
+            id: e.id,
+            type: e.type,
+            created_at: e.created_at,
+            data: e.data,
+          });
+          writable = this.output.write(
+            `id: ${e.id}\nevent: ${e.type}\ndata: ${body.toString()}\n\n`,
+          );
         }
         if (batch.events.length === limit) this.pending = true;
         if (!writable) await this.drained();

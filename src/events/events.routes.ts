@@ -30,7 +30,7 @@ const StreamHeaders = Type.Object({
     Type.String({
       maxLength: 64,
       description:
-        'Resume after this event (EventSource sends it when it reconnects): exactly the events committed since, in order. An id older than the 7 days of retention resumes from the oldest event kept; an id that is not one of the account\'s events is a 422.',
+        "Resume after this event (EventSource sends it when it reconnects): exactly the events committed since, in order. An id older than the 7 days of retention resumes from the oldest event kept; an id that is not one of the account's events is a 422.",
     }),
   ),
 });
