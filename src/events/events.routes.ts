@@ -46,7 +46,7 @@ export function eventsRoutes(app: FastifyInstance, streams: EventStreamService):
       description:
         'Every event of the account as it is committed, in the webhook envelope (`{ id, event, timestamp, data }`), as an SSE message with the event id as `id` and the event type as `event`. ' +
         `The headers are sent at once; \`retry: ${RETRY_HINT_MS}\` comes first, and a \`: keep-alive\` comment every 15 s while idle. ` +
-        'Counted once against the rate limit, when the connection opens. Events come in commit order per transaction (the `timestamp` tells when each happened). ' +
+        'Counted once against the rate limit, when the connection opens. Events come in the order of the transactions that wrote them, each sent once the transactions before it have ended (`timestamp` tells when each happened). ' +
         'At most 500 open streams per account on one API server (429 beyond); a server shutting down ends its streams, and clients reconnect with `Last-Event-ID`.',
       querystring: StreamQuery,
       headers: StreamHeaders,
