@@ -85,6 +85,11 @@ export class EventFeed {
     return this.client !== null;
   }
 
+  /** The listening connection's backend pid (tests), or null while not listening. */
+  get listenerPid(): number | null {
+    return (this.client as unknown as { processID?: number } | null)?.processID ?? null;
+  }
+
   /** Closes the connection and ends polling; subscribers are not told (their owners close them). */
   async stop(): Promise<void> {
     this.stopped = true;

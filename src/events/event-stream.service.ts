@@ -96,7 +96,6 @@ export class EventStreamService {
         429,
       );
     }
-    this.perAccount.set(scope.accountId, mine + 1);
     let lifetime: NodeJS.Timeout | null = null;
     const stream: EventStream = new EventStream({
       accountId: scope.accountId,
@@ -116,6 +115,7 @@ export class EventStreamService {
       },
     });
     this.open.add(stream);
+    this.perAccount.set(scope.accountId, mine + 1);
     if (this.limits.maxLifetimeMs > 0) {
       lifetime = setTimeout(() => stream.end(), this.limits.maxLifetimeMs);
       lifetime.unref();
