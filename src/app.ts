@@ -17,6 +17,10 @@ import type { Db } from './db/database.js';
 import { ReadCache } from './db/read-cache.js';
 import { Transactor } from './db/transactor.js';
 import { Outbox } from './events/outbox.js';
+import { EventFeed } from './events/event-feed.js';
+import { EventStreamService, type EventStreamLimits } from './events/event-stream.service.js';
+import { EventsRepository } from './events/events.repository.js';
+import { eventsRoutes } from './events/events.routes.js';
 import { installApiAuth } from './http/auth.js';
 import {
   answerRouterError,
@@ -119,6 +123,10 @@ export interface AppDeps {
   sendLeaseMs?: number;
   /** Replaces the providers of some channels, whatever their connections (tests only). */
   providers?: Partial<Record<Channel, ChannelProvider>>;
+  /** The database the event feed LISTENs on; without one, open streams poll every second. */
+  eventFeedUrl?: string | null;
+  /** Keep-alive interval and caps of the live event streams (tests). */
+  eventStreams?: EventStreamLimits;
 }
 
 /** Every service, built once from the few repositories and adapters each one uses. */
@@ -322,6 +330,16 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     clock,
     log,
   });
+  // One listening connection per process, opened by the first stream; the widget's too.
+  const streamLog = deps.log ?? pino({ level: config.logLevel });
+  const eventFeed = new EventFeed({ url: deps.eventFeedUrl ?? null, log: streamLog });
+  const eventStreams = new EventStreamService({
+    events: new EventsRepository(db),
+    feed: eventFeed,
+    clock,
+    log: streamLog,
+    limits: deps.eventStreams,
+  });
   const jobHandlers = [
     sandboxStatusJob(messages),
     broadcastSendJob(broadcasts),
@@ -343,6 +361,8 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     graph,
     inbound,
     media,
+    eventFeed,
+    eventStreams,
     jobHandlers,
     caches,
     metrics,
@@ -374,6 +394,12 @@ export async function buildApp(
   });
   app.setValidatorCompiler(validatorCompiler);
   app.addHook('onClose', () => services.graph.close());
+  // Open event streams would keep close() waiting forever: they end first (clients reconnect).
+  app.addHook('preClose', (done) => {
+    services.eventStreams.closeAll();
+    done();
+  });
+  app.addHook('onClose', () => services.eventFeed.stop());
   installErrorHandlers(app);
   installInputGuard(app);
   app.addHook('onRequest', (request, reply, done) => {
@@ -454,6 +480,7 @@ export async function buildApp(
       broadcastsRoutes(v1, services.broadcasts);
       mediaRoutes(v1, services.media);
       connectionsRoutes(v1, services.connections);
+      eventsRoutes(v1, services.eventStreams);
     },
     { prefix: '/v1' },
   );

@@ -91,6 +91,8 @@ export async function startService(
     db: store.db,
     rateLimiter,
     clock: systemClock,
+    // LISTEN needs a session of its own: not through a pooler in transaction mode (READ_CACHE=false).
+    eventFeedUrl: roles.api && config.readCache ? store.url : null,
   });
   logTo.app = app.log;
   const feed =

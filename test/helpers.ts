@@ -45,6 +45,8 @@ export async function startTestApp(
     readCache?: boolean;
     /** Providers that replace the sandbox on some channels. */
     providers?: AppDeps['providers'];
+    /** Keep-alive interval and caps of the live event streams. */
+    eventStreams?: AppDeps['eventStreams'];
   } = {},
 ): Promise<TestApp> {
   const url = opts.databaseUrl ?? inject('databaseUrl');
@@ -66,6 +68,9 @@ export async function startTestApp(
     rateLimiter,
     clock,
     providers: opts.providers,
+    // The event feed listens as a service's does (it connects only when a stream opens).
+    eventFeedUrl: opts.readCache === false ? null : url,
+    eventStreams: opts.eventStreams,
   });
   await app.ready();
   const feed = opts.readCache === false ? null : listenForChanges(url, app.log, services);

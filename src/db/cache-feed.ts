@@ -182,7 +182,7 @@ export class CacheFeed {
 }
 
 /** Ends a connection politely, or cuts it when the server does not answer (a frozen backend). */
-async function close(client: pg.Client): Promise<void> {
+export async function close(client: pg.Client): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   const cut = new Promise<void>((resolve) => {
     timer = setTimeout(() => {

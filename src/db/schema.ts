@@ -64,6 +64,8 @@ export interface EventsTable {
   type: string;
   data: Json<unknown>;
   created_at: Timestamp;
+  /** The writing transaction's id (xid8, as text); the live stream's order. */
+  xid: Generated<string>;
 }
 
 export interface IdempotencyKeysTable {

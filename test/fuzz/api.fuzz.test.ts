@@ -341,7 +341,8 @@ async function seed(method: string, url: string, body?: unknown): Promise<Record
 beforeAll(async () => {
   const db = await createPrivateDatabase();
   drop = db.drop;
-  t = await startTestApp({ databaseUrl: db.url });
+  // The event stream ends by itself soon after it starts: inject waits for a response's end.
+  t = await startTestApp({ databaseUrl: db.url, eventStreams: { maxLifetimeMs: 20 } });
   // A limit no run reaches: a 429 would hide what the request itself does.
   fuzz = await newAccount(t, { rateLimit: 1_000_000 });
 

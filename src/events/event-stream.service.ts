@@ -1,0 +1,194 @@
+import { decodeTime } from 'ulid';
+import type { Clock } from '../clock.js';
+import type { Scope } from '../db/transactor.js';
+import { AppError, Unavailable, ValidationError } from '../errors.js';
+import type { EventFeed } from './event-feed.js';
+import { EventStream } from './event-stream.js';
+import { EVENT_TYPES } from './event-types.js';
+import type { EventsRepository, StreamPosition } from './events.repository.js';
+import { EVENT_RETENTION_MS } from './retention.js';
+
+const KEEP_ALIVE_MS = 15_000;
+/** Open streams of one account in one process. */
+const MAX_PER_ACCOUNT = 500;
+/** Open streams in one process, all accounts together (each holds a socket and a small buffer). */
+const MAX_PER_PROCESS = 10_000;
+const POLL_MS = 1_000;
+const EVENT_ID = /^evt_[0-9A-HJKMNP-TV-Z]{26}$/;
+
+export interface EventStreamLimits {
+  /** How often an idle stream gets a `: keep-alive` comment. */
+  keepAliveMs?: number;
+  maxPerAccount?: number;
+  maxPerProcess?: number;
+  /** Streams end after this long (the client reconnects with Last-Event-ID); 0 never. */
+  maxLifetimeMs?: number;
+  /** How long after a failed read a stream reads again. */
+  pollMs?: number;
+}
+
+/** The per-account (or per-process) cap on open streams is reached. */
+export class TooManyStreams extends AppError {
+  constructor(message: string, status: 429 | 503) {
+    super(status === 429 ? 'rate_limited' : 'unavailable', message);
+  }
+}
+
+/**
+ * The account's live event stream (`GET /v1/events/stream`): checks what the client asked
+ * for, finds where it resumes, and keeps the process's open streams (capped, kept alive, all
+ * ended at shutdown).
+ */
+export class EventStreamService {
+  private readonly open = new Set<EventStream>();
+  private readonly perAccount = new Map<string, number>();
+  private ticker: NodeJS.Timeout | null = null;
+  private closing = false;
+  private readonly limits: Required<EventStreamLimits>;
+
+  constructor(
+    private readonly deps: {
+      events: EventsRepository;
+      feed: EventFeed;
+      clock: Clock;
+      log: { warn(obj: object, msg: string): void };
+      limits?: EventStreamLimits;
+    },
+  ) {
+    this.limits = {
+      keepAliveMs: KEEP_ALIVE_MS,
+      maxPerAccount: MAX_PER_ACCOUNT,
+      maxPerProcess: MAX_PER_PROCESS,
+      maxLifetimeMs: 0,
+      pollMs: POLL_MS,
+      ...deps.limits,
+    };
+  }
+
+  /** Streams open in this process (tests check that a closed one is gone). */
+  get openStreams(): number {
+    return this.open.size;
+  }
+
+  /**
+   * Opens a stream of the account's events of `types` (a comma-separated list; all when
+   * absent) after the event `lastEventId`, or from now on. Refuses before anything is streamed:
+   * an unknown type or event id (422), too many open streams (429 for the account, 503 for the
+   * process).
+   */
+  async openStream(
+    scope: Scope,
+    query: { types?: string; lastEventId?: string },
+  ): Promise<NodeJS.ReadableStream> {
+    const types = parseTypes(query.types);
+    const from = await this.resume(scope.accountId, query.lastEventId);
+    if (this.closing) throw new Unavailable('the server is shutting down', 1);
+    if (this.open.size >= this.limits.maxPerProcess) {
+      throw new TooManyStreams(
+        `this server holds ${this.limits.maxPerProcess} event streams, its most; retry shortly`,
+        503,
+      );
+    }
+    const mine = this.perAccount.get(scope.accountId) ?? 0;
+    if (mine >= this.limits.maxPerAccount) {
+      throw new TooManyStreams(
+        `the account has ${this.limits.maxPerAccount} event streams open on this server, the most allowed; close one first`,
+        429,
+      );
+    }
+    let lifetime: NodeJS.Timeout | null = null;
+    const stream: EventStream = new EventStream({
+      accountId: scope.accountId,
+      types,
+      from,
+      events: this.deps.events,
+      feed: this.deps.feed,
+      log: this.deps.log,
+      pollMs: this.limits.pollMs,
+      onClosed: () => {
+        if (lifetime) clearTimeout(lifetime);
+        this.open.delete(stream);
+        const n = (this.perAccount.get(scope.accountId) ?? 1) - 1;
+        if (n > 0) this.perAccount.set(scope.accountId, n);
+        else this.perAccount.delete(scope.accountId);
+        if (this.open.size === 0) this.stopTicker();
+      },
+    });
+    this.open.add(stream);
+    this.perAccount.set(scope.accountId, mine + 1);
+    if (this.limits.maxLifetimeMs > 0) {
+      lifetime = setTimeout(() => stream.end(), this.limits.maxLifetimeMs);
+      lifetime.unref();
+    }
+    this.startTicker();
+    return stream.output;
+  }
+
+  /** Ends every open stream and refuses new ones (server shutdown). */
+  closeAll(): void {
+    this.closing = true;
+    for (const stream of [...this.open]) stream.end();
+    this.stopTicker();
+  }
+
+  /**
+   * Where a stream resumes. After a known event: right after it. After an id too old to be
+   * kept (its time, which a ULID carries, is beyond the 7 days of retention): from the oldest
+   * event kept, everything that can still be had. Any other id (malformed, unknown, another
+   * account's): 422, since resuming from a guess would silently skip or repeat events.
+   */
+  private async resume(accountId: string, lastEventId?: string): Promise<StreamPosition> {
+    if (lastEventId === undefined || lastEventId === '') return this.deps.events.now();
+    const position = EVENT_ID.test(lastEventId)
+      ? await this.deps.events.position(accountId, lastEventId)
+      : null;
+    if (position) return position;
+    if (
+      EVENT_ID.test(lastEventId) &&
+      idTime(lastEventId) < this.deps.clock.now().getTime() - EVENT_RETENTION_MS
+    ) {
+      return { xid: '0', seq: '0' };
+    }
+    throw new ValidationError(
+      'Last-Event-ID',
+      `no event ${lastEventId} of this account is kept; reconnect without it to follow from now`,
+    );
+  }
+
+  private startTicker(): void {
+    if (this.ticker) return;
+    this.ticker = setInterval(() => {
+      for (const stream of this.open) stream.keepAlive();
+    }, this.limits.keepAliveMs);
+    this.ticker.unref();
+  }
+
+  private stopTicker(): void {
+    if (this.ticker) clearInterval(this.ticker);
+    this.ticker = null;
+  }
+}
+
+/** `a,b` → the types, each one known (422 naming the first that is not); null for all. */
+function parseTypes(raw: string | undefined): readonly string[] | null {
+  if (raw === undefined) return null;
+  const types = [...new Set(raw.split(',').map((t) => t.trim()))];
+  for (const type of types) {
+    if (!(EVENT_TYPES as readonly string[]).includes(type)) {
+      throw new ValidationError(
+        'events',
+        `unknown event type "${type}"; known: ${EVENT_TYPES.join(', ')}`,
+      );
+    }
+  }
+  return types;
+}
+
+/** When an event id was made (its ULID's time), or +∞ for one no clock could have made. */
+function idTime(id: string): number {
+  try {
+    return decodeTime(id.slice(4));
+  } catch {
+    return Number.POSITIVE_INFINITY;
+  }
+}

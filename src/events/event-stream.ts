@@ -1,0 +1,156 @@
+import { PassThrough } from 'node:stream';
+import { eventBody } from '../webhooks/signing.js';
+import type { EventFeed } from './event-feed.js';
+import type { EventsRepository, StreamPosition } from './events.repository.js';
+
+/** Events read (and at most buffered beyond the socket's own buffer) at once. */
+const BATCH = 100;
+/** The first re-read of events held behind a running transaction; it doubles up to `pollMs`. */
+const HELD_FIRST_MS = 50;
+/** The reconnection delay the `retry:` field suggests to EventSource clients. */
+export const RETRY_HINT_MS = 2_000;
+
+interface Log {
+  warn(obj: object, msg: string): void;
+}
+
+export interface EventStreamOptions {
+  accountId: string;
+  /** Only these types are sent; null for all. */
+  types: readonly string[] | null;
+  /** The stream sends the events after this place. */
+  from: StreamPosition;
+  events: EventsRepository;
+  feed: EventFeed;
+  log: Log;
+  /** How long after a failed read (the database unreachable) it reads again. */
+  pollMs: number;
+  batchSize?: number;
+  /** Called once when the stream has ended, whoever ended it. */
+  onClosed: () => void;
+}
+
+/**
+ * One account's events as Server-Sent Events, written to `output`: each in the webhook
+ * envelope (the exact bytes a webhook would receive), with the event id as `id:` and its type as
+ * `event:`. Woken by the event feed, it reads what follows its cursor and writes it; when the
+ * client reads slowly it waits for the socket to drain before reading more, so a stream holds at
+ * most one batch in memory. Ending `output` (or the client going away, which destroys it) frees
+ * everything: the feed subscription and the timers.
+ */
+export class EventStream {
+  readonly output = new PassThrough();
+  private cursor: StreamPosition;
+  private readonly unsubscribe: () => void;
+  private pending = true;
+  private pumping = false;
+  private closed = false;
+  private timer: NodeJS.Timeout | null = null;
+  private heldDelayMs = HELD_FIRST_MS;
+
+  constructor(private readonly opts: EventStreamOptions) {
+    this.cursor = opts.from;
+    this.output.on('close', () => this.cleanUp());
+    // A write after the client went away is not an error worth more than ending the stream.
+    this.output.on('error', () => this.cleanUp());
+    this.output.write(`retry: ${RETRY_HINT_MS}\n\n`);
+    this.unsubscribe = opts.feed.subscribe(opts.accountId, () => this.wake());
+    void this.pump();
+  }
+
+  /** A comment line, so that proxies and load balancers see traffic on an idle stream. */
+  keepAlive(): void {
+    if (!this.closed) this.output.write(': keep-alive\n\n');
+  }
+
+  /** Ends the stream (server shutdown); the client reconnects with Last-Event-ID elsewhere. */
+  end(): void {
+    if (this.closed) return;
+    this.cleanUp();
+    this.output.end();
+  }
+
+  private wake(): void {
+    if (this.closed) return;
+    this.pending = true;
+    if (!this.pumping) void this.pump();
+  }
+
+  private async pump(): Promise<void> {
+    this.pumping = true;
+    try {
+      while (this.pending && !this.closed) {
+        this.pending = false;
+        if (this.timer) clearTimeout(this.timer);
+        this.timer = null;
+        const limit = this.opts.batchSize ?? BATCH;
+        const batch = await this.opts.events.readAfter(
+          this.opts.accountId,
+          this.cursor,
+          this.opts.types,
+          limit,
+        );
+        if (this.closed) return;
+        let writable = true;
+        for (const e of batch.events) {
+          this.cursor = e.position;
+          if (!e.wanted) continue;
+          const body = eventBody({
+            id: e.id,
+            type: e.type,
+            created_at: e.created_at,
+            data: e.data,
+          });
+          writable = this.output.write(
+            `id: ${e.id}\nevent: ${e.type}\ndata: ${body.toString()}\n\n`,
+          );
+        }
+        if (batch.events.length === limit) this.pending = true;
+        if (!writable) await this.drained();
+        if (batch.held) this.later(this.heldDelayMs, true);
+        else this.heldDelayMs = HELD_FIRST_MS;
+      }
+    } catch (err) {
+      // The database is unreachable (or the read failed): the stream stays open and tries
+      // again; the client sees only a pause.
+      this.opts.log.warn({ err, account: this.opts.accountId }, 'event stream read failed');
+      this.later(this.opts.pollMs, false);
+    } finally {
+      this.pumping = false;
+    }
+    // A wake-up that came while the last read was being written.
+    if (this.pending && !this.closed) void this.pump();
+  }
+
+  /** Reads again after `ms` even if nothing wakes the stream. */
+  private later(ms: number, held: boolean): void {
+    if (this.closed || this.timer) return;
+    if (held) this.heldDelayMs = Math.min(this.heldDelayMs * 2, this.opts.pollMs);
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.wake();
+    }, ms);
+    this.timer.unref();
+  }
+
+  private drained(): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        this.output.off('drain', done);
+        this.output.off('close', done);
+        resolve();
+      };
+      this.output.on('drain', done);
+      this.output.on('close', done);
+    });
+  }
+
+  private cleanUp(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.unsubscribe();
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    this.opts.onClosed();
+  }
+}

@@ -1,0 +1,80 @@
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { errorResponses } from '../http/schemas.js';
+import { EVENT_TYPES } from './event-types.js';
+import { TooManyStreams, type EventStreamService } from './event-stream.service.js';
+import { RETRY_HINT_MS } from './event-stream.js';
+
+const StreamQuery = Type.Object(
+  {
+    events: Type.Optional(
+      Type.String({
+        maxLength: 1000,
+        description: `Comma-separated event types to receive (all when absent): ${EVENT_TYPES.join(', ')}. An unknown type is a 422.`,
+      }),
+    ),
+    last_event_id: Type.Optional(
+      Type.String({
+        maxLength: 64,
+        description:
+          'Resume after this event, for clients that cannot set the `Last-Event-ID` header (the header wins when both are given).',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+const StreamHeaders = Type.Object({
+  'last-event-id': Type.Optional(
+    Type.String({
+      maxLength: 64,
+      description:
+        "Resume after this event (EventSource sends it when it reconnects): exactly the events committed since, in order. An id older than the 7 days of retention resumes from the oldest event kept; an id that is not one of the account's events is a 422.",
+    }),
+  ),
+});
+
+/** `GET /v1/events/stream` (register under /v1). */
+export function eventsRoutes(app: FastifyInstance, streams: EventStreamService): void {
+  const r = app.withTypeProvider<TypeBoxTypeProvider>();
+  r.get('/events/stream', {
+    schema: {
+      tags: ['Webhooks'],
+      operationId: 'streamEvents',
+      summary: "The account's events, live, as Server-Sent Events",
+      description:
+        'Every event of the account as it is committed, in the webhook envelope (`{ id, event, timestamp, data }`), as an SSE message with the event id as `id` and the event type as `event`. ' +
+        `The headers are sent at once; \`retry: ${RETRY_HINT_MS}\` comes first, and a \`: keep-alive\` comment every 15 s while idle. ` +
+        'Counted once against the rate limit, when the connection opens. Events come in the order of the transactions that wrote them, each sent once the transactions before it have ended (`timestamp` tells when each happened). ' +
+        'At most 500 open streams per account on one API server (429 beyond); a server shutting down ends its streams, and clients reconnect with `Last-Event-ID`.',
+      querystring: StreamQuery,
+      headers: StreamHeaders,
+      response: {
+        200: {
+          description: 'A stream of `id:`, `event:` and `data:` (one JSON line) messages.',
+          content: { 'text/event-stream': { schema: { type: 'string' } } },
+        },
+        ...errorResponses(422, 503),
+      },
+    },
+    handler: async (req, reply) => {
+      let output;
+      try {
+        output = await streams.openStream(req.scope, {
+          types: req.query.events,
+          lastEventId: req.headers['last-event-id'] ?? req.query.last_event_id,
+        });
+      } catch (err) {
+        if (err instanceof TooManyStreams) reply.header('Retry-After', 5);
+        throw err;
+      }
+      reply
+        .type('text/event-stream; charset=utf-8')
+        .header('Cache-Control', 'no-cache')
+        .header('X-Accel-Buffering', 'no');
+      // The stream is sent as it is written; the schema above only describes it.
+      return (reply as FastifyReply).send(output);
+    },
+  });
+}
