@@ -75,6 +75,13 @@ import { ErrorBody, NoQuery } from './http/schemas.js';
 import { Metrics } from './metrics/metrics.js';
 import { installRequestMetrics, metricsRoutes } from './metrics/metrics.routes.js';
 import { validatorCompiler } from './http/validation.js';
+import { WebchatWakeups } from './channels/webchat/webchat-wakeups.js';
+import { WebchatProvider } from './channels/webchat/webchat.provider.js';
+import { WebchatRepository } from './channels/webchat/webchat.repository.js';
+import { webchatRoutes, type WebchatLimits } from './channels/webchat/webchat.routes.js';
+import { WebchatService } from './channels/webchat/webchat.service.js';
+import { VisitorTokens } from './channels/webchat/visitor-token.js';
+import { widgetRoute } from './channels/webchat/widget.route.js';
 
 export const BODY_LIMIT = 1024 * 1024;
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -112,6 +119,8 @@ export interface AppDeps {
   sendLeaseMs?: number;
   /** Replaces the providers of some channels, whatever their connections (tests only). */
   providers?: Partial<Record<Channel, ChannelProvider>>;
+  /** The webchat visitor endpoints' rate limits (tests; defaults otherwise). */
+  webchatLimits?: WebchatLimits;
 }
 
 /** Every service, built once from the few repositories and adapters each one uses. */
@@ -158,6 +167,8 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
   });
   const connectionsRepo = new ConnectionsRepository(db);
   const secretBox = config.secretsKey ? new SecretBox(config.secretsKey) : null;
+  const webchatWakeups = new WebchatWakeups(db);
+  const webchatProvider = new WebchatProvider(webchatWakeups);
   const resolver = new ConnectionProviderResolver({
     connections: connectionsRepo,
     secretBox,
@@ -174,6 +185,7 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
               .recordRefusal(row.account_id, row.channel, reason)
               .catch(() => undefined),
         }),
+      webchat: () => webchatProvider,
     },
     cache: caches.connection,
     overrides: deps.providers,
@@ -295,6 +307,17 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     clock,
     log: deps.log ?? pino({ level: config.logLevel }),
   });
+  const webchat = new WebchatService({
+    tx,
+    webchat: new WebchatRepository(db),
+    connections: connectionsRepo,
+    contacts,
+    messages,
+    secretBox,
+    tokens: config.secretsKey ? new VisitorTokens(config.secretsKey) : null,
+    wakeups: webchatWakeups,
+    clock,
+  });
   const jobHandlers = [
     sandboxStatusJob(messages),
     broadcastSendJob(broadcasts),
@@ -316,6 +339,7 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     graph,
     inbound,
     media,
+    webchat,
     jobHandlers,
     caches,
     metrics,
@@ -433,6 +457,18 @@ export async function buildApp(
 
   // Providers' webhooks: outside /v1, no API key; the signature is the credential.
   await app.register(async (hooks) => inboundWebhookRoutes(hooks, services.inbound));
+
+  // Webchat: the widget script, and its visitors' endpoints (their own CORS and tokens).
+  widgetRoute(app);
+  await app.register(
+    async (visitors) =>
+      webchatRoutes(visitors, {
+        webchat: services.webchat,
+        rateLimiter: deps.rateLimiter,
+        limits: deps.webchatLimits,
+      }),
+    { prefix: '/webchat/v1' },
+  );
 
   const adminToken = deps.config.adminToken;
   if (adminToken) {

@@ -45,6 +45,8 @@ export async function startTestApp(
     readCache?: boolean;
     /** Providers that replace the sandbox on some channels. */
     providers?: AppDeps['providers'];
+    /** The webchat visitor endpoints' rate limits. */
+    webchatLimits?: AppDeps['webchatLimits'];
   } = {},
 ): Promise<TestApp> {
   const url = opts.databaseUrl ?? inject('databaseUrl');
@@ -66,6 +68,7 @@ export async function startTestApp(
     rateLimiter,
     clock,
     providers: opts.providers,
+    webchatLimits: opts.webchatLimits,
   });
   await app.ready();
   const feed = opts.readCache === false ? null : listenForChanges(url, app.log, services);

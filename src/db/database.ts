@@ -20,6 +20,7 @@ import * as m006 from './migrations/006_cache_notifications.js';
 import * as m007 from './migrations/007_dead_jobs_and_retention.js';
 import * as m008 from './migrations/008_channel_connections.js';
 import * as m009 from './migrations/009_connection_insert_notify.js';
+import * as m010 from './migrations/010_webchat_visitors.js';
 
 export type Db = Kysely<Tables>;
 export type Tx = Transaction<Tables>;
@@ -106,6 +107,7 @@ const migrations: Record<string, Migration> = {
   '007_dead_jobs_and_retention': m007,
   '008_channel_connections': m008,
   '009_connection_insert_notify': m009,
+  '010_webchat_visitors': m010,
 };
 
 /** Applies pending migrations; Kysely's migrator takes a lock, so concurrent starts are safe. */
