@@ -111,7 +111,8 @@ export async function webchatRoutes(
   };
 
   r.options('/:widget_key/:endpoint', {
-    schema: { hide: true },
+    // A preflight carries the query of the request it asks about.
+    schema: { hide: true, querystring: Type.Object({}, { additionalProperties: true }) },
     logSerializers,
     handler: async (_req, reply: FastifyReply) =>
       reply

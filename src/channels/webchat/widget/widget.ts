@@ -159,6 +159,8 @@ class Widget {
     document.addEventListener('visibilitychange', () => this.markRead());
     window.addEventListener('online', () => this.reconnect(0));
 
+    // Nothing can be sent before the session starts.
+    this.setEnabled(false);
     this.restoreOutbox();
     this.ready = this.start();
   }
