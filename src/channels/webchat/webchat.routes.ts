@@ -195,7 +195,10 @@ export async function webchatRoutes(
       description:
         'EventSource cannot send headers, so the visitor token is the `token` query parameter (kept out of the logs). Each `message` event carries a message; its `id` is the creation time, and a reconnection with `Last-Event-ID` resumes from it.',
       querystring: StreamQuery,
-      response: { ...errors() },
+      response: {
+        200: Type.String({ description: '`text/event-stream`: `ready`, then `message` events.' }),
+        ...errors(),
+      },
     },
     logSerializers,
     handler: async (req, reply) => {
