@@ -155,6 +155,8 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     cache: caches.contact,
   });
   const users = new UsersService({ tx, users: usersRepo, clock });
+  const webchatWakeups = new WebchatWakeups(db);
+  const webchatProvider = new WebchatProvider(webchatWakeups);
   const sandbox = new SandboxProvider({
     autoAdvance: config.sandboxAutoAdvance,
     deliveredAfterMs: config.sandboxDeliveredAfterMs,
@@ -167,8 +169,6 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
   });
   const connectionsRepo = new ConnectionsRepository(db);
   const secretBox = config.secretsKey ? new SecretBox(config.secretsKey) : null;
-  const webchatWakeups = new WebchatWakeups(db);
-  const webchatProvider = new WebchatProvider(webchatWakeups);
   const resolver = new ConnectionProviderResolver({
     connections: connectionsRepo,
     secretBox,
