@@ -86,6 +86,13 @@ import { ErrorBody, NoQuery } from './http/schemas.js';
 import { Metrics } from './metrics/metrics.js';
 import { installRequestMetrics, metricsRoutes } from './metrics/metrics.routes.js';
 import { validatorCompiler } from './http/validation.js';
+import { WebchatWakeups } from './channels/webchat/webchat-wakeups.js';
+import { WebchatProvider } from './channels/webchat/webchat.provider.js';
+import { WebchatRepository } from './channels/webchat/webchat.repository.js';
+import { webchatRoutes, type WebchatLimits } from './channels/webchat/webchat.routes.js';
+import { WebchatService } from './channels/webchat/webchat.service.js';
+import { VisitorTokens } from './channels/webchat/visitor-token.js';
+import { widgetRoute } from './channels/webchat/widget.route.js';
 
 export const BODY_LIMIT = 1024 * 1024;
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -127,6 +134,8 @@ export interface AppDeps {
   eventFeedUrl?: string | null;
   /** Keep-alive interval and caps of the live event streams (tests). */
   eventStreams?: EventStreamLimits;
+  /** The webchat visitor endpoints' rate limits (tests; defaults otherwise). */
+  webchatLimits?: WebchatLimits;
 }
 
 /** Every service, built once from the few repositories and adapters each one uses. */
@@ -162,6 +171,8 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     cache: caches.contact,
   });
   const users = new UsersService({ tx, users: usersRepo, clock });
+  const webchatWakeups = new WebchatWakeups(db);
+  const webchatProvider = new WebchatProvider(webchatWakeups);
   const sandbox = new SandboxProvider({
     autoAdvance: config.sandboxAutoAdvance,
     deliveredAfterMs: config.sandboxDeliveredAfterMs,
@@ -207,6 +218,7 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
           accessToken: secrets.access_token!,
           tokenRefused: (reason) => refused(row, reason),
         }),
+      webchat: () => webchatProvider,
     },
     cache: caches.connection,
     overrides: deps.providers,
@@ -340,6 +352,17 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     log: streamLog,
     limits: deps.eventStreams,
   });
+  const webchat = new WebchatService({
+    tx,
+    webchat: new WebchatRepository(db),
+    connections: connectionsRepo,
+    contacts,
+    messages,
+    secretBox,
+    tokens: config.secretsKey ? new VisitorTokens(config.secretsKey) : null,
+    wakeups: webchatWakeups,
+    clock,
+  });
   const jobHandlers = [
     sandboxStatusJob(messages),
     broadcastSendJob(broadcasts),
@@ -363,6 +386,7 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     media,
     eventFeed,
     eventStreams,
+    webchat,
     jobHandlers,
     caches,
     metrics,
@@ -487,6 +511,18 @@ export async function buildApp(
 
   // Providers' webhooks: outside /v1, no API key; the signature is the credential.
   await app.register(async (hooks) => inboundWebhookRoutes(hooks, services.inbound));
+
+  // Webchat: the widget script, and its visitors' endpoints (their own CORS and tokens).
+  widgetRoute(app);
+  await app.register(
+    async (visitors) =>
+      webchatRoutes(visitors, {
+        webchat: services.webchat,
+        rateLimiter: deps.rateLimiter,
+        limits: deps.webchatLimits,
+      }),
+    { prefix: '/webchat/v1' },
+  );
 
   const adminToken = deps.config.adminToken;
   if (adminToken) {

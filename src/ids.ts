@@ -19,7 +19,8 @@ export type IdPrefix =
   | 'dlv'
   | 'chn'
   | 'iwh'
-  | 'med';
+  | 'med'
+  | 'vis';
 
 /** A prefixed id whose text order is its creation order (ULID, monotonic within a process). */
 export function newId(prefix: IdPrefix): string {

@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { buildApp, type Services } from './app.js';
+import { WEBCHAT_TOPIC } from './channels/webchat/webchat-wakeups.js';
 import { CacheFeed } from './db/cache-feed.js';
 import { systemClock } from './clock.js';
 import type { Config } from './config.js';
@@ -57,6 +58,7 @@ export function listenForChanges(
   feed.subscribe('keys', services.caches.keys);
   feed.subscribe('contact', services.caches.contact);
   feed.subscribe(CONNECTION_TOPIC, services.caches.connection);
+  feed.subscribe(WEBCHAT_TOPIC, services.webchat.wakeups);
   return feed;
 }
 

@@ -47,6 +47,8 @@ export async function startTestApp(
     providers?: AppDeps['providers'];
     /** Keep-alive interval and caps of the live event streams. */
     eventStreams?: AppDeps['eventStreams'];
+    /** The webchat visitor endpoints' rate limits. */
+    webchatLimits?: AppDeps['webchatLimits'];
   } = {},
 ): Promise<TestApp> {
   const url = opts.databaseUrl ?? inject('databaseUrl');
@@ -71,6 +73,7 @@ export async function startTestApp(
     // The event feed listens as a service's does (it connects only when a stream opens).
     eventFeedUrl: opts.readCache === false ? null : url,
     eventStreams: opts.eventStreams,
+    webchatLimits: opts.webchatLimits,
   });
   await app.ready();
   const feed = opts.readCache === false ? null : listenForChanges(url, app.log, services);

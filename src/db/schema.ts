@@ -300,7 +300,19 @@ export interface MediaTable {
   created_at: Timestamp;
 }
 
+export interface WebchatVisitorsTable {
+  account_id: string;
+  id: string;
+  /** Null until the visitor writes or is identified. */
+  contact_id: string | null;
+  /** The site's identifier of a verified visitor (Switchboard.identify). */
+  identifier: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
 export interface Tables {
+  webchat_visitors: WebchatVisitorsTable;
   channel_connections: ChannelConnectionsTable;
   inbound_webhooks: InboundWebhooksTable;
   media: MediaTable;

@@ -424,15 +424,17 @@ describe('PUT /v1/channels/{channel}', () => {
     expect(await row(acc.accountId, 'messenger')).toBeUndefined();
   });
 
-  it('says webchat is not supported yet', async () => {
+  it('connects webchat without asking Graph (test/webchat has the rest)', async () => {
     const acc = await newAccount(t);
+    const before = graph.requests.length;
     const res = await put(acc, 'webchat', {
       provider: 'webchat',
       allowed_origins: ['https://shop.example'],
       identity_verification: 'off',
     });
-    expect(expectError(res, 422, 'provider').message).toContain('not yet supported');
-    expect(await row(acc.accountId, 'webchat')).toBeUndefined();
+    expect(res.statusCode, res.body).toBe(200);
+    expect(graph.requests).toHaveLength(before);
+    expect(await row(acc.accountId, 'webchat')).toMatchObject({ provider: 'webchat' });
   });
 
   it('replaces the credentials in place: same id and verify token, new settings and secrets', async () => {

@@ -38,6 +38,12 @@ export const Connection = Type.Object(
     ),
     created_at: Nullable(Timestamp),
     updated_at: Nullable(Timestamp),
+    identity_secret: Type.Optional(
+      Type.String({
+        description:
+          'Webchat only, and only in the response of the PUT that first connects webchat or rotates it (`rotate_identity_secret: true`): the key of the HMAC that signs visitor identifiers. Store it on your server; it is never shown again.',
+      }),
+    ),
   },
   { $id: 'Connection' },
 );
@@ -84,14 +90,35 @@ export const InstagramConnectBody = Type.Object(
 export const WebchatConnectBody = Type.Object(
   {
     provider: Type.Literal('webchat'),
-    allowed_origins: Type.Array(Type.String({ maxLength: 2048 }), { maxItems: 100 }),
-    identity_verification: Type.Enum(['off', 'required'] as const),
-    title: Type.Optional(Type.String({ maxLength: 200 })),
-    greeting: Type.Optional(Type.String({ maxLength: 1000 })),
-    color: Type.Optional(Type.String({ maxLength: 32 })),
-    rotate_identity_secret: Type.Optional(Type.Boolean()),
+    allowed_origins: Type.Array(Type.String({ maxLength: 2048 }), {
+      maxItems: 100,
+      description:
+        'The sites that may embed the widget, as origins: `https://shop.example`, `http://localhost:8080` (scheme, host, optional port; no path).',
+    }),
+    identity_verification: Type.Enum(['off', 'required'] as const, {
+      description:
+        '`required`: a visitor can read and write only after `Switchboard.identify` with a valid `identifier_hash`.',
+    }),
+    title: Type.Optional(
+      Type.String({
+        maxLength: 200,
+        description: 'The header of the chat. Default "Chat with us".',
+      }),
+    ),
+    greeting: Type.Optional(
+      Type.String({ maxLength: 1000, description: 'Shown at the top of every conversation.' }),
+    ),
+    color: Type.Optional(
+      Type.String({ maxLength: 32, description: 'The accent colour, `#rrggbb`. Default #2563eb.' }),
+    ),
+    rotate_identity_secret: Type.Optional(
+      Type.Boolean({
+        description:
+          'Make a new `identity_secret` (returned in this response); the old one stops verifying.',
+      }),
+    ),
   },
-  { additionalProperties: false, title: 'Webchat (not yet supported)' },
+  { additionalProperties: false, title: 'Webchat' },
 );
 
 export const ConnectBody = Type.Union(
@@ -105,3 +132,4 @@ export type ConnectBody = Static<typeof ConnectBody>;
 export type WhatsAppConnectBody = Static<typeof WhatsAppConnectBody>;
 export type MessengerConnectBody = Static<typeof MessengerConnectBody>;
 export type InstagramConnectBody = Static<typeof InstagramConnectBody>;
+export type WebchatConnectBody = Static<typeof WebchatConnectBody>;

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { sql } from 'kysely';
 import type { Clock } from '../../clock.js';
 import type { Channel, ConnectionProvider } from '../../db/schema.js';
 import type { Scope, Transactor } from '../../db/transactor.js';
@@ -8,9 +9,15 @@ import { newId } from '../../ids.js';
 import { CHANNELS } from '../channel.js';
 import type { GraphClient } from '../meta/graph-client.js';
 import type { ConnectionRow, ConnectionsRepository } from './connections.repository.js';
-import type { ConnectBody, Connection } from './connections.schema.js';
+import type { ConnectBody, Connection, WebchatConnectBody } from './connections.schema.js';
 import { checkMetaCredentials } from './meta-credentials.js';
 import type { SecretBox } from './secret-box.js';
+import {
+  newIdentitySecret,
+  newWidgetKey,
+  readWebchatSettings,
+  webchatSettings,
+} from '../webchat/webchat-settings.js';
 
 /** The one provider that can connect each channel. */
 const PROVIDER_OF: Record<Channel, ConnectionProvider> = {
@@ -66,14 +73,6 @@ export class ConnectionsService {
         [{ field: 'provider', issue: `must be ${PROVIDER_OF[channel]} on ${channel}` }],
       );
     }
-    if (body.provider === 'webchat') {
-      throw new AppError(
-        'validation_error',
-        'webchat connections are not yet supported by this version',
-        422,
-        [{ field: 'provider', issue: 'webchat is not yet supported' }],
-      );
-    }
     const box = this.deps.secretBox;
     if (!box) {
       throw new AppError(
@@ -83,6 +82,7 @@ export class ConnectionsService {
         [{ field: 'provider', issue: 'the service has no SECRETS_KEY' }],
       );
     }
+    if (body.provider === 'webchat') return this.connectWebchat(scope, body, box);
     // Graph is asked before the transaction: no lock or pooled connection waits on the network.
     const checked = await checkMetaCredentials(this.deps.graph, body);
     const row = await this.deps.tx.run(scope, async (trx) => {
@@ -103,6 +103,67 @@ export class ConnectionsService {
     });
     this.deps.changed(scope.accountId, channel);
     return this.toConnection(row);
+  }
+
+  /**
+   * Webchat has no provider to ask: the settings are checked here, the widget key made once and
+   * kept, and the identity secret made on the first connection (or on request) and shown only
+   * in that response.
+   */
+  private async connectWebchat(
+    scope: Scope,
+    body: WebchatConnectBody,
+    box: SecretBox,
+  ): Promise<Connection> {
+    const { row, identitySecret } = await this.deps.tx.run(scope, async (trx) => {
+      // Two first connections at once must not hand out two secrets of which one is kept.
+      await sql`SELECT pg_advisory_xact_lock(hashtext(${`webchat ${scope.accountId}`}))`.execute(
+        trx,
+      );
+      const existing = await this.deps.connections.findByChannel(scope.accountId, 'webchat', trx);
+      const kept = existing ? readWebchatSettings(existing.settings) : null;
+      const settings = webchatSettings(body, {
+        widgetKey: kept?.widget_key ?? newWidgetKey(scope.accountId),
+        widgetUrl: `${this.deps.publicUrl}/widget.js`,
+      });
+      const sealed = existing?.secrets ?? null;
+      const fresh = sealed === null || body.rotate_identity_secret === true;
+      const identitySecret = fresh ? newIdentitySecret() : this.openIdentitySecret(box, sealed);
+      const now = this.deps.clock.now();
+      const row = await this.deps.connections.upsert(trx, {
+        account_id: scope.accountId,
+        id: newId('chn'),
+        channel: 'webchat',
+        provider: 'webchat',
+        status: 'active',
+        error: null,
+        settings: { ...settings },
+        secrets: fresh ? box.seal({ identity_secret: identitySecret }) : sealed,
+        verify_token: null,
+        created_at: now,
+        updated_at: now,
+      });
+      return { row, identitySecret: fresh ? identitySecret : null };
+    });
+    this.deps.changed(scope.accountId, 'webchat');
+    const connection = this.toConnection(row);
+    return identitySecret ? { ...connection, identity_secret: identitySecret } : connection;
+  }
+
+  /** The kept identity secret; one sealed under another SECRETS_KEY must be rotated. */
+  private openIdentitySecret(box: SecretBox, sealed: Buffer): string {
+    try {
+      const secret = box.open(sealed).identity_secret;
+      if (secret) return secret;
+    } catch {
+      // fall through
+    }
+    throw new AppError(
+      'validation_error',
+      'the webchat identity secret cannot be read with this SECRETS_KEY; send rotate_identity_secret: true to make a new one',
+      422,
+      [{ field: 'rotate_identity_secret', issue: 'the stored secret is sealed under another key' }],
+    );
   }
 
   /** Disconnects the channel: back to the sandbox, or to unconnected without it. */
@@ -140,7 +201,9 @@ export class ConnectionsService {
       status: row.status,
       error: row.error,
       settings: row.settings,
-      webhook_url: `${this.deps.publicUrl}/channels/${row.id}/webhook`,
+      // The widget talks to the service itself: there is no provider webhook to point anywhere.
+      webhook_url:
+        row.provider === 'webchat' ? null : `${this.deps.publicUrl}/channels/${row.id}/webhook`,
       verify_token: row.verify_token,
       created_at: row.created_at.toISOString(),
       updated_at: row.updated_at.toISOString(),

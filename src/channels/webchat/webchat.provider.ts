@@ -1,0 +1,18 @@
+import type { ChannelProvider, OutboundMessage, SendOutcome } from '../channel.js';
+import type { WebchatWakeups } from './webchat-wakeups.js';
+
+/**
+ * The service's own channel. Sending is storing, which the pipeline did before calling here:
+ * the provider accepts at once under an id of its own and wakes the visitor's open widgets,
+ * which read the message from the database. `delivered` and `read` come from the widget.
+ */
+export class WebchatProvider implements ChannelProvider {
+  readonly name = 'webchat' as const;
+
+  constructor(private readonly wakeups: WebchatWakeups) {}
+
+  async send(message: OutboundMessage): Promise<SendOutcome> {
+    await this.wakeups.publish(message.accountId, message.to.contactId);
+    return { status: 'accepted', providerMessageId: `webchat_${message.messageId}` };
+  }
+}

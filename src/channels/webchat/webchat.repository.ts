@@ -1,0 +1,121 @@
+import type { Selectable } from 'kysely';
+import type { Db } from '../../db/database.js';
+import type { WebchatVisitorsTable } from '../../db/schema.js';
+import type { MessageRow } from '../../messages/messages.repository.js';
+
+export type VisitorRow = Selectable<WebchatVisitorsTable>;
+
+/** The most messages one read returns: a widget shows the recent conversation. */
+export const HISTORY_LIMIT = 200;
+
+/** Webchat visitors, and the reads the widget makes of its visitor's conversation. */
+export class WebchatRepository {
+  constructor(private readonly db: Db) {}
+
+  async insertVisitor(row: VisitorRow): Promise<void> {
+    await this.db.insertInto('webchat_visitors').values(row).execute();
+  }
+
+  async findVisitor(accountId: string, id: string): Promise<VisitorRow | undefined> {
+    return this.db
+      .selectFrom('webchat_visitors')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .where('id', '=', id)
+      .executeTakeFirst();
+  }
+
+  /** Links an anonymous visitor to the contact its first message made (once). */
+  async setContact(accountId: string, id: string, contactId: string, now: Date): Promise<void> {
+    await this.db
+      .updateTable('webchat_visitors')
+      .set({ contact_id: contactId, updated_at: now })
+      .where('account_id', '=', accountId)
+      .where('id', '=', id)
+      .where('contact_id', 'is', null)
+      .execute();
+  }
+
+  /** A verified visitor: from now on it is the contact of that identifier. */
+  async setIdentity(
+    accountId: string,
+    id: string,
+    identifier: string,
+    contactId: string,
+    now: Date,
+  ): Promise<VisitorRow | undefined> {
+    return this.db
+      .updateTable('webchat_visitors')
+      .set({ identifier, contact_id: contactId, updated_at: now })
+      .where('account_id', '=', accountId)
+      .where('id', '=', id)
+      .returningAll()
+      .executeTakeFirst();
+  }
+
+  /** The contact's webchat conversation, if it has one. */
+  async conversationOf(accountId: string, contactId: string): Promise<string | undefined> {
+    const row = await this.db
+      .selectFrom('conversations')
+      .select('id')
+      .where('account_id', '=', accountId)
+      .where('contact_id', '=', contactId)
+      .where('channel', '=', 'webchat')
+      .executeTakeFirst();
+    return row?.id;
+  }
+
+  /** The contact of a conversation (the one a message was just received in). */
+  async contactOfConversation(
+    accountId: string,
+    conversationId: string,
+  ): Promise<string | undefined> {
+    const row = await this.db
+      .selectFrom('conversations')
+      .select('contact_id')
+      .where('account_id', '=', accountId)
+      .where('id', '=', conversationId)
+      .executeTakeFirst();
+    return row?.contact_id;
+  }
+
+  /**
+   * Messages of one conversation, oldest first: those created at or after `since`, or the last
+   * HISTORY_LIMIT. Notes live in their own table and are never read here.
+   */
+  async messages(
+    accountId: string,
+    conversationId: string,
+    since: Date | null,
+  ): Promise<MessageRow[]> {
+    let q = this.db
+      .selectFrom('messages')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .where('conversation_id', '=', conversationId);
+    if (since) {
+      return q
+        .where('created_at', '>=', since)
+        .orderBy('created_at')
+        .orderBy('id')
+        .limit(HISTORY_LIMIT)
+        .execute();
+    }
+    q = q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(HISTORY_LIMIT);
+    return (await q.execute()).reverse();
+  }
+
+  /** Of these ids, the team's messages in this conversation (what a visitor may acknowledge). */
+  async outboundIn(accountId: string, conversationId: string, ids: string[]): Promise<string[]> {
+    if (ids.length === 0) return [];
+    const rows = await this.db
+      .selectFrom('messages')
+      .select('id')
+      .where('account_id', '=', accountId)
+      .where('conversation_id', '=', conversationId)
+      .where('direction', '=', 'outbound')
+      .where('id', 'in', ids)
+      .execute();
+    return rows.map((r) => r.id);
+  }
+}

@@ -1,0 +1,230 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { AppError, Forbidden } from '../../errors.js';
+import { ErrorRef, NoQuery, Success } from '../../http/schemas.js';
+import { openVisitorStream } from './visitor-stream.js';
+import {
+  IdentifyBody,
+  MessagesQuery,
+  ReceiptsBody,
+  SendBody,
+  Session,
+  SessionBody,
+  StreamQuery,
+  VisitorMessage,
+  WidgetKeyParams,
+} from './webchat.schema.js';
+import type { RateLimiter } from '../../http/rate-limiter.js';
+import type { VisitorContext, Widget, WebchatService } from './webchat.service.js';
+
+export interface WebchatLimits {
+  /** Requests per rolling minute from one address (IP), on every endpoint. */
+  perAddress: number;
+  /** Requests per rolling minute of one visitor, on every endpoint but the session start. */
+  perVisitor: number;
+}
+
+export const DEFAULT_WEBCHAT_LIMITS: WebchatLimits = { perAddress: 600, perVisitor: 120 };
+
+class RateLimited extends AppError {
+  constructor(
+    limit: number,
+    readonly retryAfterSeconds: number,
+  ) {
+    super(
+      'rate_limited',
+      `rate limit of ${limit} requests per minute exceeded; retry in ${retryAfterSeconds} s`,
+    );
+  }
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The widget named by the path's key, once its origin check passed. */
+    widget: Widget;
+  }
+}
+
+const BEARER = /^Bearer (\S{1,1000})$/i;
+const errors = (...statuses: number[]) =>
+  Object.fromEntries([400, 401, 403, 404, 422, 429, ...statuses].map((s) => [s, ErrorRef]));
+
+/** Logs a visitor request by its path alone: the stream's query carries the visitor token. */
+const logSerializers = {
+  req: (req: FastifyRequest) => ({ method: req.method, url: req.url.split('?')[0] }),
+};
+
+/**
+ * The widget's own endpoints, `/webchat/v1/{widget_key}/…`, outside /v1 and its API keys. The
+ * key in the path names the account, so that even a CORS preflight (which carries no
+ * credentials) is answered for that account's allowed origins alone. Every request is counted
+ * per address; every request but the session start carries a visitor token and is counted per
+ * visitor.
+ */
+export async function webchatRoutes(
+  app: FastifyInstance,
+  deps: { webchat: WebchatService; rateLimiter: RateLimiter; limits?: WebchatLimits },
+): Promise<void> {
+  const { webchat, rateLimiter } = deps;
+  const limits = deps.limits ?? DEFAULT_WEBCHAT_LIMITS;
+  const limit = async (key: string, max: number) => {
+    const decision = await rateLimiter.hit(key, max);
+    if (!decision.allowed) throw new RateLimited(max, decision.retryAfterSeconds);
+  };
+  /** The visitor of a token, counted against its own limit. */
+  const authenticate = async (widget: Widget, token: string | undefined) => {
+    const ctx: VisitorContext = await webchat.authenticate(widget, token);
+    await limit(`webchat:visitor:${widget.accountId}:${ctx.visitor.id}`, limits.perVisitor);
+    return ctx;
+  };
+  app.decorateRequest('widget', null as unknown as Widget);
+  app.addHook('onRoute', (route) => {
+    route.schema ??= {};
+    route.schema.querystring ??= NoQuery;
+  });
+  app.addHook('onRequest', async (request, reply) => {
+    await limit(`webchat:address:${request.ip}`, limits.perAddress);
+    const key = (request.params as { widget_key?: unknown }).widget_key;
+    if (typeof key !== 'string') return; // unknown route: the 404 handler answers
+    const widget = await webchat.widget(key);
+    const origin = request.headers.origin;
+    if (!origin || !widget.settings.allowed_origins.includes(origin))
+      throw new Forbidden(
+        `this widget may only be used from its allowed origins${origin ? `; ${origin} is not one` : ''}`,
+      );
+    reply.header('Access-Control-Allow-Origin', origin);
+    reply.header('Vary', 'Origin');
+    request.widget = widget;
+  });
+  // A 429 tells when to come back, on these routes as on /v1.
+  app.addHook('onError', async (_request, reply, error) => {
+    if (error instanceof RateLimited) reply.header('Retry-After', error.retryAfterSeconds);
+  });
+
+  const r = app.withTypeProvider<TypeBoxTypeProvider>();
+  const tags = ['Webchat visitors'];
+  const common = { tags, params: WidgetKeyParams, security: [] };
+  const visitor = (request: FastifyRequest) => {
+    const match = BEARER.exec(request.headers.authorization ?? '');
+    return authenticate(request.widget, match?.[1]);
+  };
+
+  r.options('/:widget_key/:endpoint', {
+    // A preflight carries the query of the request it asks about.
+    schema: { hide: true, querystring: Type.Object({}, { additionalProperties: true }) },
+    logSerializers,
+    handler: async (_req, reply: FastifyReply) =>
+      reply
+        .header('Access-Control-Allow-Methods', 'GET, POST')
+        .header('Access-Control-Allow-Headers', 'Authorization, Content-Type')
+        .header('Access-Control-Max-Age', '600')
+        .code(204)
+        .send(),
+  });
+
+  r.post('/:widget_key/session', {
+    schema: {
+      ...common,
+      operationId: 'startWebchatSession',
+      summary: 'Start a visitor session, or resume one with the token this browser kept',
+      body: SessionBody,
+      response: { 200: Session, ...errors() },
+    },
+    handler: (req) => webchat.startSession(req.widget, req.body.token),
+  });
+
+  r.post('/:widget_key/identify', {
+    schema: {
+      ...common,
+      operationId: 'identifyWebchatVisitor',
+      summary: "Identify the visitor with the site's HMAC of its identifier",
+      body: IdentifyBody,
+      response: { 200: Session, ...errors() },
+    },
+    handler: async (req) => webchat.identify(await visitor(req), req.body),
+  });
+
+  r.get('/:widget_key/messages', {
+    schema: {
+      ...common,
+      operationId: 'listWebchatMessages',
+      summary: "The visitor's conversation, oldest first (never internal notes)",
+      querystring: MessagesQuery,
+      response: { 200: Type.Object({ data: Type.Array(VisitorMessage) }), ...errors() },
+    },
+    handler: async (req) => ({
+      data: await webchat.messages(
+        await visitor(req),
+        req.query.since ? new Date(req.query.since) : null,
+      ),
+    }),
+  });
+
+  r.post('/:widget_key/messages', {
+    schema: {
+      ...common,
+      operationId: 'sendWebchatMessage',
+      summary: 'The visitor writes (the same client_id again returns the first)',
+      body: SendBody,
+      response: { 201: VisitorMessage, ...errors() },
+    },
+    handler: async (req, reply) => {
+      const message = await webchat.send(await visitor(req), req.body);
+      return reply.code(201).send(message);
+    },
+  });
+
+  r.post('/:widget_key/receipts', {
+    schema: {
+      ...common,
+      operationId: 'webchatReceipts',
+      summary: "The widget has the team's messages (delivered) or the visitor saw them (read)",
+      body: ReceiptsBody,
+      response: { 200: Success, ...errors() },
+    },
+    handler: async (req) =>
+      webchat.receipts(await visitor(req), req.body.status, req.body.message_ids),
+  });
+
+  r.get('/:widget_key/stream', {
+    schema: {
+      ...common,
+      operationId: 'webchatStream',
+      summary: "Server-Sent Events: the conversation's new messages, live",
+      description:
+        'EventSource cannot send headers, so the visitor token is the `token` query parameter (kept out of the logs). Each `message` event carries a message; its `id` is the creation time, and a reconnection with `Last-Event-ID` resumes from it.',
+      querystring: StreamQuery,
+      response: {
+        200: Type.String({ description: '`text/event-stream`: `ready`, then `message` events.' }),
+        ...errors(),
+      },
+    },
+    logSerializers,
+    handler: async (req, reply) => {
+      const ctx = await authenticate(req.widget, req.query.token);
+      webchat.requireIdentity(ctx);
+      const resume = req.headers['last-event-id'];
+      const since = parseSince(typeof resume === 'string' ? resume : req.query.since);
+      reply.hijack();
+      reply.raw.writeHead(200, {
+        ...(reply.getHeaders() as Record<string, string>),
+        'Content-Type': 'text/event-stream; charset=utf-8',
+        'Cache-Control': 'no-store',
+        Connection: 'keep-alive',
+        // Proxies (nginx) must pass events on as they come.
+        'X-Accel-Buffering': 'no',
+      });
+      openVisitorStream(reply.raw, webchat, ctx, since);
+    },
+  });
+}
+
+/** Where a stream starts: a given time, else a moment ago. */
+function parseSince(value: string | undefined): Date {
+  if (value === undefined) return new Date(Date.now() - 5_000);
+  const t = Date.parse(value);
+  if (!Number.isFinite(t))
+    throw new AppError('validation_error', 'since: must be a date-time', 422);
+  return new Date(t);
+}

@@ -1,0 +1,327 @@
+import type { Clock } from '../../clock.js';
+import type { Contact, UpdateContactBody } from '../../contacts/contacts.schema.js';
+import type { Tx } from '../../db/database.js';
+import type { Channel } from '../../db/schema.js';
+import type { Scope, Transactor } from '../../db/transactor.js';
+import { AppError, Forbidden, Unauthorized, ValidationError } from '../../errors.js';
+import { newId } from '../../ids.js';
+import type { MessageRow } from '../../messages/messages.repository.js';
+import type { Message } from '../../messages/messages.schema.js';
+import type { StatusUpdate } from '../channel.js';
+import type { InboundMessage } from '../channel.js';
+import type { ConnectionsRepository } from '../connections/connections.repository.js';
+import type { SecretBox } from '../connections/secret-box.js';
+import type { WebchatWakeups } from './webchat-wakeups.js';
+import type { VisitorRow, WebchatRepository } from './webchat.repository.js';
+import type { IdentifyBody, SendBody, Session, VisitorMessage } from './webchat.schema.js';
+import {
+  accountOfWidgetKey,
+  readWebchatSettings,
+  type WebchatSettings,
+} from './webchat-settings.js';
+import { identifierHashMatches, type VisitorTokens } from './visitor-token.js';
+
+/** An account's connected widget, as a visitor request finds it by its key. */
+export interface Widget {
+  accountId: string;
+  settings: WebchatSettings;
+  /** Opened only to check an identifier hash. */
+  secrets: Buffer | null;
+}
+
+/** An authenticated visitor of a widget. */
+export interface VisitorContext {
+  widget: Widget;
+  visitor: VisitorRow;
+}
+
+/**
+ * What the webchat needs of contacts. `findOrCreateByIdentity` comes with contact identities
+ * (DESIGN §4, "Contacts met on channels without phone numbers"); until then the webchat
+ * answers that it cannot link visitors to contacts.
+ */
+export interface WebchatContacts {
+  findOrCreateByIdentity?(
+    trx: Tx,
+    accountId: string,
+    channel: Channel,
+    externalId: string,
+    name?: string | null,
+  ): Promise<Contact>;
+  get(scope: Scope, id: string): Promise<Contact>;
+  update(scope: Scope, id: string, input: UpdateContactBody): Promise<Contact>;
+}
+
+/** What the webchat needs of messages: the inbound path and the status path of every channel. */
+export interface WebchatMessages {
+  receive(scope: Scope, inbound: InboundMessage): Promise<Message>;
+  applyStatus(scope: Scope, update: StatusUpdate): Promise<Message>;
+}
+
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+
+/** The visitor side of webchat: sessions, identity, the conversation, receipts, wake-ups. */
+export class WebchatService {
+  constructor(
+    private readonly deps: {
+      tx: Transactor;
+      webchat: WebchatRepository;
+      connections: ConnectionsRepository;
+      contacts: WebchatContacts;
+      messages: WebchatMessages;
+      secretBox: SecretBox | null;
+      /** Null without SECRETS_KEY; then no widget works (and none can be connected). */
+      tokens: VisitorTokens | null;
+      wakeups: WebchatWakeups;
+      clock: Clock;
+    },
+  ) {}
+
+  get wakeups(): WebchatWakeups {
+    return this.deps.wakeups;
+  }
+
+  /** The widget of a key, or a 404 for a key that names no connected widget. */
+  async widget(widgetKey: string): Promise<Widget> {
+    const accountId = accountOfWidgetKey(widgetKey);
+    const row = accountId
+      ? await this.deps.connections.findByChannel(accountId, 'webchat')
+      : undefined;
+    const settings = row?.provider === 'webchat' ? readWebchatSettings(row.settings) : null;
+    if (!row || !settings || settings.widget_key !== widgetKey)
+      throw new AppError('not_found', 'no webchat widget has this key');
+    return { accountId: row.account_id, settings, secrets: row.secrets };
+  }
+
+  /**
+   * Starts or resumes a visitor: a genuine token of this account resumes its visitor, anything
+   * else (none, forged, another account's, its visitor gone) starts a new one.
+   */
+  async startSession(widget: Widget, token: string | undefined): Promise<Session> {
+    const tokens = this.requireTokens();
+    const claim = token ? tokens.verify(token) : null;
+    let visitor =
+      claim && claim.accountId === widget.accountId
+        ? await this.deps.webchat.findVisitor(widget.accountId, claim.visitorId)
+        : undefined;
+    if (!visitor) {
+      const now = this.deps.clock.now();
+      visitor = {
+        account_id: widget.accountId,
+        id: newId('vis'),
+        contact_id: null,
+        identifier: null,
+        created_at: now,
+        updated_at: now,
+      };
+      await this.deps.webchat.insertVisitor(visitor);
+    }
+    return this.session(widget, visitor);
+  }
+
+  /** The visitor a bearer token names, on this widget's account; a 401 otherwise. */
+  async authenticate(widget: Widget, token: string | undefined): Promise<VisitorContext> {
+    const claim = token ? this.requireTokens().verify(token) : null;
+    if (!claim || claim.accountId !== widget.accountId)
+      throw new Unauthorized('missing or invalid visitor token; start a session first');
+    const visitor = await this.deps.webchat.findVisitor(widget.accountId, claim.visitorId);
+    if (!visitor) throw new Unauthorized('unknown visitor; start a session first');
+    return { widget, visitor };
+  }
+
+  /**
+   * With `identity_verification: required`, only an identified visitor may read or write.
+   * Every endpoint but the session start and identify calls this.
+   */
+  requireIdentity(ctx: VisitorContext): void {
+    if (ctx.widget.settings.identity_verification === 'required' && ctx.visitor.identifier === null)
+      throw new Forbidden(
+        'this chat requires identity verification: call Switchboard.identify with an identifier_hash first',
+      );
+  }
+
+  /**
+   * Links the visitor to the contact whose webchat identity is `identifier`, once the site's
+   * HMAC of it checks out; that contact's conversation is then this visitor's, on any device.
+   */
+  async identify(ctx: VisitorContext, body: IdentifyBody): Promise<Session> {
+    const secret = this.identitySecret(ctx.widget);
+    if (!identifierHashMatches(secret, body.identifier, body.identifier_hash))
+      throw new Forbidden('identifier_hash does not match the identifier');
+    if (body.identifier.startsWith('vis_'))
+      throw new ValidationError('identifier', 'must not start with vis_ (anonymous visitor ids)');
+    if (body.email !== undefined && !EMAIL.test(body.email))
+      throw new ValidationError('email', 'must be an email address');
+    const scope = { accountId: ctx.widget.accountId };
+    const contact = await this.deps.tx.run(scope, (trx) =>
+      this.findOrCreateByIdentity(trx, scope.accountId, body.identifier, body.name ?? null),
+    );
+    if ((body.name && !contact.name) || (body.email && !contact.email)) {
+      await this.deps.contacts.update(scope, contact.id, {
+        ...(body.name && !contact.name ? { name: body.name } : {}),
+        ...(body.email && !contact.email ? { email: body.email } : {}),
+      });
+    }
+    const visitor = await this.deps.webchat.setIdentity(
+      scope.accountId,
+      ctx.visitor.id,
+      body.identifier,
+      contact.id,
+      this.deps.clock.now(),
+    );
+    // Its open streams follow it to that contact's conversation.
+    await this.deps.wakeups.publish(scope.accountId, ctx.visitor.contact_id ?? ctx.visitor.id);
+    return this.session(ctx.widget, visitor ?? ctx.visitor);
+  }
+
+  /** The visitor's conversation (messages only, never notes), oldest first. */
+  async messages(ctx: VisitorContext, since: Date | null): Promise<VisitorMessage[]> {
+    this.requireIdentity(ctx);
+    const contactId = ctx.visitor.contact_id;
+    if (!contactId) return [];
+    const conversationId = await this.deps.webchat.conversationOf(ctx.widget.accountId, contactId);
+    if (!conversationId) return [];
+    const rows = await this.deps.webchat.messages(ctx.widget.accountId, conversationId, since);
+    return rows
+      .filter((r) => r.direction === 'inbound' || r.status !== 'failed')
+      .map((r) => this.present(ctx, r));
+  }
+
+  /**
+   * A visitor's message: an inbound webchat message (`message.received`), the first of an
+   * anonymous visitor making its contact. `client_id` makes a retry return the first.
+   */
+  async send(ctx: VisitorContext, body: SendBody): Promise<VisitorMessage> {
+    this.requireIdentity(ctx);
+    const scope = { accountId: ctx.widget.accountId };
+    let contactId = ctx.visitor.contact_id;
+    if (!contactId) {
+      // An anonymous visitor's contact: its webchat identity is the visitor id.
+      const contact = await this.deps.tx.run(scope, (trx) =>
+        this.findOrCreateByIdentity(trx, scope.accountId, ctx.visitor.id, null),
+      );
+      contactId = contact.id;
+      await this.deps.webchat.setContact(
+        scope.accountId,
+        ctx.visitor.id,
+        contactId,
+        this.deps.clock.now(),
+      );
+      // Its open streams listened under the visitor id until now.
+      await this.deps.wakeups.publish(scope.accountId, ctx.visitor.id);
+    }
+    const message = await this.deps.messages.receive(scope, {
+      channel: 'webchat',
+      from: { contactId },
+      type: 'text',
+      content: body.content,
+      mediaUrl: null,
+      providerMessageId: providerIdOf(ctx.visitor.id, body.client_id),
+    });
+    // The visitor's other tabs and devices show it too.
+    await this.deps.wakeups.publish(scope.accountId, contactId);
+    return {
+      id: message.id,
+      client_id: body.client_id,
+      author: 'visitor',
+      type: message.type,
+      content: message.content,
+      media_url: message.media_url,
+      created_at: message.created_at,
+    };
+  }
+
+  /**
+   * The widget has the team's messages (`delivered`) or the visitor has seen them (`read`):
+   * each moves forward once, with its event. Ids outside the visitor's conversation are ignored.
+   */
+  async receipts(
+    ctx: VisitorContext,
+    status: 'delivered' | 'read',
+    ids: string[],
+  ): Promise<{ success: true }> {
+    this.requireIdentity(ctx);
+    const contactId = ctx.visitor.contact_id;
+    const conversationId = contactId
+      ? await this.deps.webchat.conversationOf(ctx.widget.accountId, contactId)
+      : undefined;
+    if (!conversationId) return { success: true };
+    const mine = await this.deps.webchat.outboundIn(ctx.widget.accountId, conversationId, [
+      ...new Set(ids),
+    ]);
+    const scope = { accountId: ctx.widget.accountId };
+    for (const id of mine) await this.deps.messages.applyStatus(scope, { messageId: id, status });
+    return { success: true };
+  }
+
+  /** The visitor as it now stands (its contact may have been made since it authenticated). */
+  async refresh(ctx: VisitorContext): Promise<VisitorContext> {
+    const visitor = await this.deps.webchat.findVisitor(ctx.widget.accountId, ctx.visitor.id);
+    return visitor ? { ...ctx, visitor } : ctx;
+  }
+
+  private session(widget: Widget, visitor: VisitorRow): Session {
+    const s = widget.settings;
+    return {
+      token: this.requireTokens().sign({ accountId: widget.accountId, visitorId: visitor.id }),
+      visitor: { id: visitor.id, identified: visitor.identifier !== null },
+      widget: {
+        title: s.title,
+        greeting: s.greeting,
+        color: s.color,
+        identity_verification: s.identity_verification,
+      },
+    };
+  }
+
+  private present(ctx: VisitorContext, row: MessageRow): VisitorMessage {
+    const prefix = `webchat:${ctx.visitor.id}:`;
+    const mine = row.provider_message_id?.startsWith(prefix) ?? false;
+    return {
+      id: row.id,
+      client_id: mine ? row.provider_message_id!.slice(prefix.length) : null,
+      author: row.direction === 'inbound' ? 'visitor' : 'team',
+      type: row.type,
+      content: row.content,
+      media_url: row.media_url,
+      created_at: row.created_at.toISOString(),
+    };
+  }
+
+  private async findOrCreateByIdentity(
+    trx: Tx,
+    accountId: string,
+    externalId: string,
+    name: string | null,
+  ): Promise<Contact> {
+    const contacts = this.deps.contacts;
+    if (!contacts.findOrCreateByIdentity)
+      throw new AppError(
+        'internal_error',
+        'webchat needs contact identities, which this build does not have',
+        500,
+      );
+    return contacts.findOrCreateByIdentity(trx, accountId, 'webchat', externalId, name);
+  }
+
+  private identitySecret(widget: Widget): string {
+    try {
+      const secret = widget.secrets && this.deps.secretBox?.open(widget.secrets).identity_secret;
+      if (secret) return secret;
+    } catch {
+      // below
+    }
+    throw new Forbidden('identity verification is not available on this widget');
+  }
+
+  private requireTokens(): VisitorTokens {
+    if (!this.deps.tokens)
+      throw new AppError('not_found', 'webchat is not available without SECRETS_KEY');
+    return this.deps.tokens;
+  }
+}
+
+/** A visitor's message id towards `receive`: one per visitor and client id. */
+function providerIdOf(visitorId: string, clientId: string): string {
+  return `webchat:${visitorId}:${clientId}`;
+}

@@ -1,0 +1,507 @@
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MemoryRateLimiter } from '../../src/http/rate-limiter.js';
+import { newAccount, startTestApp, type TestAccount, type TestApp } from '../helpers.js';
+import { eventsOf, expectError, expectStatus } from '../inbox-helpers.js';
+import {
+  connectWebchat,
+  identifierHash,
+  ORIGIN,
+  SECRETS_KEY,
+  standInForIdentities,
+  type WebchatConnection,
+} from './webchat-helpers.js';
+
+let t: TestApp;
+let identities = false;
+beforeAll(async () => {
+  t = await startTestApp({
+    config: { secretsKey: SECRETS_KEY },
+    webchatLimits: { perAddress: 100_000, perVisitor: 100_000 },
+  });
+  identities = standInForIdentities(t.services);
+});
+afterAll(() => t.close());
+
+/** A visitor's calls, from the allowed origin unless told otherwise. */
+function visitorOf(app: TestApp, c: WebchatConnection) {
+  let token: string | undefined;
+  const call = (
+    method: 'GET' | 'POST' | 'OPTIONS',
+    path: string,
+    payload?: unknown,
+    headers: Record<string, string> = {},
+  ) =>
+    app.app.inject({
+      method,
+      url: `/webchat/v1/${c.widget_key}/${path}`,
+      headers: {
+        origin: ORIGIN,
+        ...(token ? { authorization: `Bearer ${token}` } : {}),
+        ...headers,
+      },
+      ...(payload === undefined ? {} : { payload: payload as Record<string, unknown> }),
+    });
+  return {
+    call,
+    get token() {
+      return token;
+    },
+    set token(v) {
+      token = v;
+    },
+    async start(given?: string) {
+      const res = await call('POST', 'session', given ? { token: given } : {});
+      expectStatus(res, 200);
+      token = res.json().token;
+      return res.json();
+    },
+    async send(content: string, clientId = `c_${Math.random().toString(36).slice(2, 12)}`) {
+      return call('POST', 'messages', { client_id: clientId, content });
+    },
+  };
+}
+
+async function webchatAccount(over: Record<string, unknown> = {}) {
+  const acc = await newAccount(t);
+  const c = await connectWebchat(acc, over);
+  return { acc, c, visitor: visitorOf(t, c) };
+}
+
+async function contactOf(acc: TestAccount, conversationId: string): Promise<string> {
+  const conv = await acc.call({ method: 'GET', url: `/v1/conversations/${conversationId}` });
+  return conv.json().contact_id;
+}
+
+describe('visitor sessions and tokens', () => {
+  it('starts a visitor, resumes it with its token, and shows the widget settings', async () => {
+    const { visitor } = await webchatAccount();
+    const s = await visitor.start();
+    expect(s).toMatchObject({
+      visitor: { id: expect.stringMatching(/^vis_/), identified: false },
+      widget: {
+        title: 'Shop support',
+        greeting: 'Hi! How can we help?',
+        color: '#2563eb',
+        identity_verification: 'off',
+      },
+    });
+    const again = await visitor.start(s.token);
+    expect(again.visitor.id).toBe(s.visitor.id);
+  });
+
+  it('a forged or altered token is refused, and starts a new visitor at the session', async () => {
+    const { visitor } = await webchatAccount();
+    const s = await visitor.start();
+    const [v, body, mac] = (s.token as string).split('.');
+    const claim = JSON.parse(Buffer.from(body!, 'base64url').toString());
+    const altered = `${v}.${Buffer.from(JSON.stringify({ ...claim, v: 'vis_someone' })).toString('base64url')}.${mac}`;
+    visitor.token = altered;
+    expectError(await visitor.call('GET', 'messages'), 401);
+    visitor.token = 'v1.e30.AAAA';
+    expectError(await visitor.call('GET', 'messages'), 401);
+    visitor.token = undefined;
+    const fresh = await visitor.start(altered);
+    expect(fresh.visitor.id).not.toBe(s.visitor.id);
+  });
+
+  it("a token of one account is refused on another account's widget", async () => {
+    const a = await webchatAccount();
+    const b = await webchatAccount();
+    const s = await a.visitor.start();
+    expect((await a.visitor.send('mine')).statusCode).toBe(201);
+    b.visitor.token = s.token;
+    expectError(await b.visitor.call('GET', 'messages'), 401);
+    expectError(await b.visitor.send('hello'), 401);
+    const resumed = await b.visitor.start(s.token);
+    expect(resumed.visitor.id).not.toBe(s.visitor.id);
+  });
+
+  it('an unknown widget key is a 404', async () => {
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/webchat/v1/wk_01ARZ3NDEKTSV4RRFFQ69G5FAV_AAAAAAAAAAAAAAAA/session',
+      headers: { origin: ORIGIN },
+      payload: {},
+    });
+    expectError(res, 404);
+  });
+});
+
+describe('CORS', () => {
+  it('answers the allowed origin, preflight included, and refuses any other', async () => {
+    const { visitor } = await webchatAccount();
+    const pre = await visitor.call('OPTIONS', 'messages?since=2024-01-01T00:00:00Z', undefined, {
+      'access-control-request-method': 'POST',
+      'access-control-request-headers': 'authorization, content-type',
+    });
+    expect(pre.statusCode).toBe(204);
+    expect(pre.headers['access-control-allow-origin']).toBe(ORIGIN);
+    expect(String(pre.headers['access-control-allow-headers'])).toMatch(/Authorization/);
+
+    const s = await visitor.call('POST', 'session', {});
+    expect(s.headers['access-control-allow-origin']).toBe(ORIGIN);
+
+    for (const origin of ['https://evil.example', 'http://shop.example', 'null']) {
+      const other = await visitor.call('OPTIONS', 'session', undefined, { origin });
+      expectError(other, 403);
+      expect(other.headers['access-control-allow-origin']).toBeUndefined();
+      const post = await visitor.call('POST', 'session', {}, { origin });
+      expectError(post, 403);
+      expect(post.headers['access-control-allow-origin']).toBeUndefined();
+    }
+    const none = await t.app.inject({
+      method: 'POST',
+      url: `/webchat/v1/${(await webchatAccount()).c.widget_key}/session`,
+      payload: {},
+    });
+    expectError(none, 403);
+  });
+});
+
+describe('the conversation', () => {
+  it('a visitor message is an inbound webchat message; the first makes the contact', async () => {
+    const { acc, visitor } = await webchatAccount();
+    await visitor.start();
+    const res = await visitor.send('Hello there', 'client-0001');
+    expectStatus(res, 201);
+    expect(res.json()).toMatchObject({
+      author: 'visitor',
+      client_id: 'client-0001',
+      content: 'Hello there',
+      type: 'text',
+    });
+    const events = await eventsOf(t.db, acc.accountId, 'message.received');
+    expect(events).toHaveLength(1);
+    const m = events[0]!.data as { conversation_id: string; direction: string };
+    expect(m.direction).toBe('inbound');
+    const conv = await acc.call({ method: 'GET', url: `/v1/conversations/${m.conversation_id}` });
+    expect(conv.json().channel).toBe('webchat');
+    if (identities) {
+      const contact = await acc.call({
+        method: 'GET',
+        url: `/v1/contacts/${conv.json().contact_id}`,
+      });
+      expect(contact.json()).toMatchObject({
+        phone: null,
+        identities: [{ channel: 'webchat', id: expect.stringMatching(/^vis_/) }],
+      });
+    }
+  });
+
+  it('the same client_id again returns the first message and records nothing more', async () => {
+    const { acc, visitor } = await webchatAccount();
+    await visitor.start();
+    const first = await visitor.send('once', 'retry-me-123');
+    const second = await visitor.send('once', 'retry-me-123');
+    expectStatus(second, 201);
+    expect(second.json().id).toBe(first.json().id);
+    expect(await eventsOf(t.db, acc.accountId, 'message.received')).toHaveLength(1);
+    const list = await visitor.call('GET', 'messages');
+    expect(list.json().data).toHaveLength(1);
+  });
+
+  it("lists the visitor's messages and the team's replies, never notes or another visitor's", async () => {
+    const { acc, c, visitor } = await webchatAccount();
+    await visitor.start();
+    const mine = await visitor.send('question');
+    const conversationId = (
+      (await eventsOf(t.db, acc.accountId, 'message.received'))[0]!.data as {
+        conversation_id: string;
+      }
+    ).conversation_id;
+    const contactId = await contactOf(acc, conversationId);
+    const reply = await acc.call({
+      method: 'POST',
+      url: '/v1/messages/send',
+      payload: { contact_id: contactId, channel: 'webchat', type: 'text', content: 'answer' },
+    });
+    expectStatus(reply, 201);
+    expect(reply.json().status).toBe('sent');
+    const note = await acc.call({
+      method: 'POST',
+      url: `/v1/conversations/${conversationId}/notes`,
+      payload: { content: 'INTERNAL: refund fraud?' },
+    });
+    expectStatus(note, 201);
+
+    const other = visitorOf(t, c);
+    await other.start();
+    await other.send('another visitor');
+
+    const list = await visitor.call('GET', 'messages');
+    expectStatus(list, 200);
+    expect(
+      list.json().data.map((m: { author: string; content: string }) => [m.author, m.content]),
+    ).toEqual([
+      ['visitor', 'question'],
+      ['team', 'answer'],
+    ]);
+    expect(list.body).not.toContain('INTERNAL');
+    expect(list.json().data[0].id).toBe(mine.json().id);
+    const theirs = await other.call('GET', 'messages');
+    expect(theirs.json().data.map((m: { content: string }) => m.content)).toEqual([
+      'another visitor',
+    ]);
+
+    // Receipts move the reply forward once each, with events; another's ids are ignored.
+    const ack = await visitor.call('POST', 'receipts', {
+      status: 'delivered',
+      message_ids: [reply.json().id],
+    });
+    expectStatus(ack, 200);
+    const seen = await visitor.call('POST', 'receipts', {
+      status: 'read',
+      message_ids: [reply.json().id, reply.json().id],
+    });
+    expectStatus(seen, 200);
+    const theirAck = await other.call('POST', 'receipts', {
+      status: 'read',
+      message_ids: [mine.json().id, reply.json().id],
+    });
+    expectStatus(theirAck, 200);
+    const types = (await eventsOf(t.db, acc.accountId))
+      .filter((e) => (e.data as { id: string }).id === reply.json().id)
+      .map((e) => e.type);
+    expect(types).toEqual(['message.delivered', 'message.read']);
+  });
+
+  it('bad input is a 4xx in the error envelope', async () => {
+    const { visitor } = await webchatAccount();
+    await visitor.start();
+    expectError(await visitor.send(''), 422);
+    expectError(await visitor.send('x'.repeat(4097)), 422);
+    expectError(await visitor.call('POST', 'messages', { content: 'no client id' }), 422);
+    expectError(await visitor.call('POST', 'messages', { client_id: 'short', content: 'x' }), 422);
+    expectError(
+      await visitor.call('POST', 'messages', { client_id: 'abcdefgh12', content: 'a\u0000b' }),
+      422,
+    );
+    expectError(
+      await visitor.call('POST', 'messages', { client_id: 'abcdefgh12', content: 'x', extra: 1 }),
+      422,
+    );
+    expectError(await visitor.call('GET', 'messages?since=yesterday'), 422);
+    expectError(await visitor.call('GET', 'messages?page=2'), 422);
+    expectError(await visitor.call('POST', 'receipts', { status: 'read', message_ids: [] }), 422);
+    expectError(
+      await visitor.call('POST', 'identify', { identifier: 'u', identifier_hash: 'zz' }),
+      422,
+    );
+    const notJson = await visitor.call('POST', 'messages', 'plain text', {
+      'content-type': 'text/plain',
+    });
+    expect(notJson.statusCode).toBeGreaterThanOrEqual(400);
+    expect(notJson.statusCode).toBeLessThan(500);
+    expect(notJson.json().error.code).toBeDefined();
+  });
+});
+
+describe('identity', () => {
+  it('required: an unverified visitor can neither read nor write, on every endpoint', async () => {
+    const { acc, visitor } = await webchatAccount({ identity_verification: 'required' });
+    const s = await visitor.start();
+    expect(s.widget.identity_verification).toBe('required');
+    expectError(await visitor.call('GET', 'messages'), 403);
+    expectError(await visitor.send('let me in'), 403);
+    expectError(
+      await visitor.call('POST', 'receipts', { status: 'read', message_ids: ['msg_x'] }),
+      403,
+    );
+    expectError(await visitor.call('GET', `stream?token=${encodeURIComponent(s.token)}`), 403);
+    expect(await eventsOf(t.db, acc.accountId, 'message.received')).toEqual([]);
+  });
+
+  it('a valid hash identifies the visitor; a wrong one is refused; history follows to another device', async () => {
+    const { acc, c, visitor } = await webchatAccount({ identity_verification: 'required' });
+    await visitor.start();
+    expectError(
+      await visitor.call('POST', 'identify', {
+        identifier: 'user-7',
+        identifier_hash: identifierHash(c.identity_secret, 'user-8'),
+      }),
+      403,
+    );
+    expectError(
+      await visitor.call('POST', 'identify', {
+        identifier: 'user-7',
+        identifier_hash: identifierHash('wcs_not-the-secret', 'user-7'),
+      }),
+      403,
+    );
+    const ok = await visitor.call('POST', 'identify', {
+      identifier: 'user-7',
+      identifier_hash: identifierHash(c.identity_secret, 'user-7').toUpperCase(),
+      name: 'Grace',
+      email: 'grace@example.com',
+    });
+    expectStatus(ok, 200);
+    expect(ok.json().visitor.identified).toBe(true);
+    expectStatus(await visitor.send('from my laptop'), 201);
+
+    const phone = visitorOf(t, c);
+    await phone.start();
+    expectError(await phone.call('GET', 'messages'), 403);
+    expectStatus(
+      await phone.call('POST', 'identify', {
+        identifier: 'user-7',
+        identifier_hash: identifierHash(c.identity_secret, 'user-7'),
+      }),
+      200,
+    );
+    const list = await phone.call('GET', 'messages');
+    expect(list.json().data.map((m: { content: string }) => m.content)).toEqual(['from my laptop']);
+    const received = await eventsOf(t.db, acc.accountId, 'message.received');
+    const contact = await acc.call({
+      method: 'GET',
+      url: `/v1/contacts/${await contactOf(acc, (received[0]!.data as { conversation_id: string }).conversation_id)}`,
+    });
+    expect(contact.json()).toMatchObject({ name: 'Grace', email: 'grace@example.com' });
+    if (identities)
+      expect(contact.json().identities).toEqual([{ channel: 'webchat', id: 'user-7' }]);
+  });
+
+  it('a rotated secret stops verifying the old hashes', async () => {
+    const { acc, c, visitor } = await webchatAccount();
+    await visitor.start();
+    const rotated = await acc.call({
+      method: 'PUT',
+      url: '/v1/channels/webchat',
+      payload: {
+        provider: 'webchat',
+        allowed_origins: [ORIGIN],
+        identity_verification: 'off',
+        rotate_identity_secret: true,
+      },
+    });
+    const fresh = rotated.json().identity_secret as string;
+    expectError(
+      await visitor.call('POST', 'identify', {
+        identifier: 'u1',
+        identifier_hash: identifierHash(c.identity_secret, 'u1'),
+      }),
+      403,
+    );
+    expectStatus(
+      await visitor.call('POST', 'identify', {
+        identifier: 'u1',
+        identifier_hash: identifierHash(fresh, 'u1'),
+      }),
+      200,
+    );
+  });
+});
+
+describe('rate limits', () => {
+  it('per visitor and per address, with Retry-After', async () => {
+    const limited = await startTestApp({
+      config: { secretsKey: SECRETS_KEY },
+      rateLimiter: new MemoryRateLimiter(),
+      webchatLimits: { perAddress: 1000, perVisitor: 3 },
+    });
+    try {
+      standInForIdentities(limited.services);
+      const acc = await newAccount(limited);
+      const c = await connectWebchat(acc);
+      const v = visitorOf(limited, c);
+      await v.start();
+      for (let i = 0; i < 3; i++) expectStatus(await v.call('GET', 'messages'), 200);
+      const over = await v.call('GET', 'messages');
+      expectError(over, 429);
+      expect(Number(over.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+      expect(over.headers['access-control-allow-origin']).toBe(ORIGIN);
+      // Another visitor has its own count.
+      const w = visitorOf(limited, c);
+      await w.start();
+      expectStatus(await w.call('GET', 'messages'), 200);
+    } finally {
+      await limited.close();
+    }
+
+    const byAddress = await startTestApp({
+      config: { secretsKey: SECRETS_KEY },
+      rateLimiter: new MemoryRateLimiter(),
+      webchatLimits: { perAddress: 2, perVisitor: 1000 },
+    });
+    try {
+      const acc = await newAccount(byAddress);
+      const c = await connectWebchat(acc);
+      expectStatus(await visitorOf(byAddress, c).call('POST', 'session', {}), 200);
+      expectStatus(await visitorOf(byAddress, c).call('POST', 'session', {}), 200);
+      expectError(await visitorOf(byAddress, c).call('POST', 'session', {}), 429);
+    } finally {
+      await byAddress.close();
+    }
+  });
+});
+
+describe('the live stream', () => {
+  it('a reply sent through another API process reaches the stream within a second', async () => {
+    const other = await startTestApp({ config: { secretsKey: SECRETS_KEY } });
+    try {
+      standInForIdentities(other.services);
+      await t.app.listen({ port: 0, host: '127.0.0.1' });
+      const base = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
+      const { acc, c, visitor } = await webchatAccount();
+      const s = await visitor.start();
+      await visitor.send('hello?');
+      const received = await eventsOf(t.db, acc.accountId, 'message.received');
+      const conversationId = (received[0]!.data as { conversation_id: string }).conversation_id;
+      const contactId = await contactOf(acc, conversationId);
+
+      const abort = new AbortController();
+      const res = await fetch(
+        `${base}/webchat/v1/${c.widget_key}/stream?token=${encodeURIComponent(s.token)}`,
+        { headers: { origin: ORIGIN }, signal: abort.signal },
+      );
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
+      expect(res.headers.get('access-control-allow-origin')).toBe(ORIGIN);
+      const reader = res.body!.getReader();
+      let text = '';
+      const until = async (needle: string, ms: number) => {
+        const deadline = Date.now() + ms;
+        while (!text.includes(needle)) {
+          const left = deadline - Date.now();
+          if (left <= 0) throw new Error(`no "${needle}" within ${ms} ms: ${text}`);
+          const chunk = await Promise.race([
+            reader.read(),
+            new Promise<null>((r) => setTimeout(() => r(null), left)),
+          ]);
+          if (chunk && !chunk.done) text += new TextDecoder().decode(chunk.value);
+        }
+      };
+      await until('hello?', 2_000);
+
+      // The reply goes through the other process (its own app, pool and feed).
+      const otherAcc = {
+        ...acc,
+        call: (o: Parameters<TestAccount['call']>[0]) =>
+          other.app.inject({
+            ...o,
+            headers: { authorization: `Bearer ${acc.apiKey}`, ...(o.headers ?? {}) },
+          }),
+      };
+      const started = Date.now();
+      const reply = await otherAcc.call({
+        method: 'POST',
+        url: '/v1/messages/send',
+        payload: {
+          contact_id: contactId,
+          channel: 'webchat',
+          type: 'text',
+          content: 'from process B',
+        },
+      });
+      expectStatus(reply, 201);
+      await until('from process B', 1_000);
+      expect(Date.now() - started).toBeLessThan(1_000);
+      expect(text).toMatch(/event: message\ndata: /);
+      expect(text).not.toContain(s.token);
+      abort.abort();
+      await reader.cancel().catch(() => undefined);
+    } finally {
+      await other.close();
+    }
+  });
+});
