@@ -254,6 +254,9 @@ describe.each([
       `outside the 24-hour customer service window on ${channel}`,
     );
     expect(outside.json().error.message).toContain('templates included');
+    expect(outside.json().error.details).toEqual([
+      { field: 'contact_id', issue: 'has not written in the last 24 hours' },
+    ]);
     const text = await sendOn(c, { contact_id, type: 'text', content: 'still there?' });
     expect(text.statusCode).toBe(422);
     expect(sentBodies(c)).toEqual([]);
