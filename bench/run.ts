@@ -40,6 +40,8 @@ function usage(): string {
     'search:     BENCH_SEARCH_CONTACTS (1000000): contacts in the searched account',
     'whatsapp-*: BENCH_WHATSAPP_CONTACTS (100000): broadcast audience; BENCH_INBOUND_MESSAGES (10000),',
     '  BENCH_INBOUND_SENDERS (1000), BENCH_INBOUND_PER_WEBHOOK (1), BENCH_INBOUND_CONNECTIONS (20)',
+    'streams:    BENCH_STREAMS (5000) widget streams held open, BENCH_STREAMS_RATE (replies/s, 200),',
+    '  BENCH_STREAMS_SECONDS (10) per round of replies',
     'BENCH_SERVICE_ROOT: run the service built in another checkout (e.g. an older commit; suites',
     '  measure what that build supports)',
   ].join('\n');

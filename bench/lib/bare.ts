@@ -4,19 +4,41 @@ import { fileURLToPath } from 'node:url';
 import { OutputTail, awaitChildPort, stopChild } from './child.js';
 
 export interface BareServer {
-  /** `http://127.0.0.1:<port>/contact` */
+  /** `http://127.0.0.1:<port>/contact` (the stream server: `http://127.0.0.1:<port>`) */
   url: string;
+  /** Its process id (to sample its memory). */
+  pid: number;
   stop(): Promise<void>;
 }
 
-const SCRIPT = path.join(path.dirname(fileURLToPath(import.meta.url)), 'bare-server.ts');
+const HERE = path.dirname(fileURLToPath(import.meta.url));
 const START_TIMEOUT_MS = 30_000;
 
 /** Starts bench/lib/bare-server.ts (through tsx) in a child process answering `body`. */
 export async function startBareServer(projectRoot: string, body: unknown): Promise<BareServer> {
-  const child = spawn(process.execPath, ['--import', 'tsx', SCRIPT], {
+  const server = await startChildServer(projectRoot, 'bare-server.ts', 'the bare Fastify server', {
+    BENCH_BARE_BODY: JSON.stringify(body),
+  });
+  return { ...server, url: `${server.url}/contact` };
+}
+
+/**
+ * Starts bench/lib/bare-stream-server.ts (through tsx) in a child process: bare Fastify holding
+ * Server-Sent Events streams (`GET /stream?id=`) and writing to one on `POST /push`.
+ */
+export async function startBareStreamServer(projectRoot: string): Promise<BareServer> {
+  return startChildServer(projectRoot, 'bare-stream-server.ts', 'the bare Fastify stream server');
+}
+
+async function startChildServer(
+  projectRoot: string,
+  script: string,
+  what: string,
+  env: Record<string, string> = {},
+): Promise<BareServer> {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(HERE, script)], {
     cwd: projectRoot,
-    env: { ...process.env, BENCH_BARE_BODY: JSON.stringify(body) },
+    env: { ...process.env, ...env },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   const tail = new OutputTail();
@@ -27,14 +49,12 @@ export async function startBareServer(projectRoot: string, body: unknown): Promi
     const match = /^\{"port":(\d+)\}$/.exec(line);
     if (match) resolvePort(Number(match[1]));
   });
-  const listening = await awaitChildPort(child, port, {
-    what: 'the bare Fastify server',
-    tail,
-    timeoutMs: START_TIMEOUT_MS,
-  });
+  const listening = await awaitChildPort(child, port, { what, tail, timeoutMs: START_TIMEOUT_MS });
+  if (child.pid === undefined) throw new Error(`${what} has no pid`);
   let stopping: Promise<void> | undefined;
   return {
-    url: `http://127.0.0.1:${listening}/contact`,
+    url: `http://127.0.0.1:${listening}`,
+    pid: child.pid,
     stop: () =>
       (stopping ??= (async () => {
         child.stdin?.end();

@@ -41,6 +41,12 @@ export interface Settings {
   inboundPerWebhook: number;
   /** whatsapp-inbound suite: webhook POSTs in flight at once (BENCH_INBOUND_CONNECTIONS, 20). */
   inboundConnections: number;
+  /** streams suite: widget streams held open at once (BENCH_STREAMS, 5,000). */
+  streams: number;
+  /** streams suite: replies sent per second while they are open (BENCH_STREAMS_RATE, 200). */
+  streamsRate: number;
+  /** streams suite: seconds each round of replies lasts (BENCH_STREAMS_SECONDS, 10). */
+  streamsSeconds: number;
   /** Another checkout whose built service runs instead of this one's (BENCH_SERVICE_ROOT). */
   serviceRoot: string | null;
   /** webhooks and broadcasts suites: bound on waiting for deliveries / the fan-out (BENCH_WAIT_TIMEOUT, s, 900). */
@@ -94,6 +100,9 @@ export function loadSettings(env: Env = process.env): Settings {
     inboundSenders: readInt(env, 'BENCH_INBOUND_SENDERS', 1_000, 1, 1_000_000),
     inboundPerWebhook: readInt(env, 'BENCH_INBOUND_PER_WEBHOOK', 1, 1, 1_000),
     inboundConnections: readInt(env, 'BENCH_INBOUND_CONNECTIONS', 20, 1, 1000),
+    streams: readInt(env, 'BENCH_STREAMS', 5_000, 1, 20_000),
+    streamsRate: readInt(env, 'BENCH_STREAMS_RATE', 200, 1, 10_000),
+    streamsSeconds: readInt(env, 'BENCH_STREAMS_SECONDS', 10, 1, 600),
     serviceRoot: readServiceRoot(env),
   };
 }

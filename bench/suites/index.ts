@@ -3,6 +3,7 @@ import { broadcastsSuite } from './broadcasts.js';
 import { contactsSuite } from './contacts.js';
 import { messagesSuite } from './messages.js';
 import { searchSuite } from './search.js';
+import { streamsSuite } from './streams.js';
 import { webhooksSuite } from './webhooks.js';
 import { whatsappBroadcastSuite } from './whatsapp-broadcast.js';
 import { whatsappInboundSuite } from './whatsapp-inbound.js';
@@ -18,4 +19,5 @@ export const suites: readonly Suite[] = [
   whatsappSendSuite,
   whatsappBroadcastSuite,
   whatsappInboundSuite,
+  streamsSuite,
 ];
