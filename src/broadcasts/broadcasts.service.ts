@@ -295,17 +295,20 @@ export class BroadcastsService {
       const recipients = batch.filter((c) => fresh.has(c.id)).map((c) => ({ contactId: c.id }));
       const queued = await this.deps.messages.queue(trx, accountId, {
         channel: b.channel,
-        type: b.message.type,
-        content: b.message.type === 'template' ? b.rendered_content : (b.message.content ?? null),
-        template:
-          b.message.type === 'template'
-            ? {
-                name: b.message.template_name!,
-                language: language!,
-                params: b.message.template_params ?? [],
-              }
-            : null,
-        mediaUrl: null,
+        message: {
+          type: b.message.type,
+          content:
+            b.message.type === 'template' ? b.rendered_content : (b.message.content ?? null),
+          template:
+            b.message.type === 'template'
+              ? {
+                  name: b.message.template_name!,
+                  language: language!,
+                  params: b.message.template_params ?? [],
+                }
+              : null,
+          mediaUrl: null,
+        },
         broadcastId: id,
         recipients,
         // A real provider cannot reach a contact without an identity on the channel: such a

@@ -8,6 +8,8 @@ import type { Db, Tx } from './database.js';
 export interface Scope {
   accountId: string;
   beforeCommit?: (trx: Tx, result: unknown) => Promise<void>;
+  /** Told once the transaction that ran `beforeCommit` has committed. */
+  afterCommit?: () => void;
 }
 
 /** Runs a unit of work in one transaction, then the scope's before-commit hook inside it. */
@@ -15,10 +17,12 @@ export class Transactor {
   constructor(readonly db: Db) {}
 
   async run<T>(scope: Scope, work: (trx: Tx) => Promise<T>): Promise<T> {
-    return this.db.transaction().execute(async (trx) => {
+    const result = await this.db.transaction().execute(async (trx) => {
       const result = await work(trx);
       if (scope.beforeCommit) await scope.beforeCommit(trx, result);
       return result;
     });
+    scope.afterCommit?.();
+    return result;
   }
 }

@@ -197,6 +197,10 @@ export function installIdempotency(app: FastifyInstance, deps: { db: Db; clock: 
             409,
           );
         }
+      },
+      // Only a transaction that committed counts: one rolled back (and run again, as a grouped
+      // send is after its group fails) records the response again in its next transaction.
+      afterCommit: () => {
         r.committed = true;
       },
     };

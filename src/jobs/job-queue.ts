@@ -24,26 +24,40 @@ export type JobKind = keyof JobPayloads;
 export class JobQueue {
   constructor(private readonly clock: Clock) {}
 
-  /** Many jobs in one statement (a broadcast batch queues thousands). */
+  /**
+   * Many jobs in one statement (a broadcast batch queues thousands); answers their ids in order.
+   * `leasedUntil` writes a job already claimed by the caller, as `enqueue` does.
+   */
   async enqueueMany(
     trx: Tx,
-    jobs: { accountId: string; kind: JobKind; payload: JobPayloads[JobKind]; delayMs?: number }[],
-  ): Promise<void> {
-    if (jobs.length === 0) return;
+    jobs: {
+      accountId: string;
+      kind: JobKind;
+      payload: JobPayloads[JobKind];
+      delayMs?: number;
+      leasedUntil?: Date;
+    }[],
+  ): Promise<string[]> {
+    if (jobs.length === 0) return [];
     const now = this.clock.now();
+    const ids = jobs.map(() => newId('job'));
     await trx
       .insertInto('jobs')
       .values(
-        jobs.map((j) => ({
+        jobs.map((j, i) => ({
           account_id: j.accountId,
-          id: newId('job'),
+          id: ids[i]!,
           kind: j.kind,
           payload: JSON.stringify(j.payload),
           run_at: new Date(now.getTime() + (j.delayMs ?? 0)),
           created_at: now,
+          // Every row names the same columns: a multi-row insert takes one column list.
+          locked_until: j.leasedUntil ?? null,
+          attempts: j.leasedUntil ? 1 : 0,
         })),
       )
       .execute();
+    return ids;
   }
 
   async enqueue<K extends JobKind>(

@@ -6,6 +6,7 @@ import type {
   StatusUpdate,
 } from '../channels/channel.js';
 import { WINDOWED_CHANNELS } from '../channels/channel.js';
+import { Batcher } from '../db/batcher.js';
 import { templatesBypassWindow } from '../channels/meta-pages/window.js';
 import { addressOn } from '../contacts/identities.js';
 import type { Clock } from '../clock.js';
@@ -18,7 +19,7 @@ import type { Outbox } from '../events/outbox.js';
 import { newId } from '../ids.js';
 import type { JobQueue } from '../jobs/job-queue.js';
 import type { ConversationsRepository } from '../conversations/conversations.repository.js';
-import type { TemplatesService } from '../templates/templates.service.js';
+import type { ApprovedTemplate, TemplatesService } from '../templates/templates.service.js';
 import type { FetchedMedia, MediaFetcher } from './media.js';
 import type { MessageObserver } from './message-observer.js';
 import type { MessageRow, MessagesRepository, QueuedMessage } from './messages.repository.js';
@@ -37,6 +38,8 @@ export interface QueueResult {
   error?: AppError;
   /** Where the message goes, read with the contact locked (set with `row`). */
   to?: { phone: string | null; identity: string | null };
+  /** The message's own send job, held under `lease` (with `row`, when jobs are `each`). */
+  job?: { id: string; lease: Date };
 }
 
 /** A batch recorded `queued`, with the send job (held under `lease`) that carries it. */
@@ -45,9 +48,35 @@ export interface QueuedBatch {
   job: { id: string; lease: Date } | null;
 }
 
+/** What is sent: the same for a whole broadcast batch, or one API send's own. */
+export interface Draft {
+  type: SendMessageBody['type'];
+  /** The text, a caption, or a template's rendered text. */
+  content: string | null;
+  template: TemplateRef | null;
+  mediaUrl: string | null;
+}
+
 export interface Recipient {
   contactId: string;
+  /** This recipient's own message, instead of the batch's. */
+  message?: Draft;
 }
+
+/** One API send waiting to be queued in a group (see MessagesService.queueSends). */
+interface SendRequest {
+  scope: Scope;
+  channel: Channel;
+  provider: ChannelProvider['name'];
+  contactId: string;
+  type: SendMessageBody['type'];
+  content: string | null;
+  template: { name: string; params: string[] } | null;
+  mediaUrl: string | null;
+}
+
+/** Sends queued together per group; more wait for the next group. */
+const SEND_GROUP_MAX = 100;
 
 /**
  * A real provider can only reach a contact through its id on the channel: on messenger,
@@ -117,6 +146,16 @@ function checkFields(body: SendMessageBody): void {
 
 /** Sending, receiving and delivery status of messages. */
 export class MessagesService {
+  /**
+   * Concurrent API sends are queued in one transaction per group (group commit): a send costs
+   * a share of one transaction's round trips instead of a transaction of its own. A group that
+   * fails is queued again one send at a time, so one request's failure is its own.
+   */
+  private readonly sendQueue = new Batcher<SendRequest, QueueResult>(
+    (requests) => this.queueSends(requests),
+    { maxBatch: SEND_GROUP_MAX, maxConcurrent: 2 },
+  );
+
   constructor(
     private readonly deps: {
       tx: Transactor;
@@ -156,37 +195,21 @@ export class MessagesService {
       // Fetched before the transaction: a slow media host must not hold a database lock.
       media = await this.deps.fetchMedia(body.media_url!, body.type);
     }
-    const { row, to, job } = await this.deps.tx.run(scope, async (trx) => {
-      let content = body.content ?? null;
-      let template: TemplateRef | null = null;
-      if (body.type === 'template') {
-        const rendered = await this.deps.templates.renderApproved(
-          trx,
-          scope.accountId,
-          body.template_name!,
-          body.template_params ?? [],
-        );
-        content = rendered.content;
-        template = {
-          name: body.template_name!,
-          language: rendered.language,
-          params: body.template_params ?? [],
-        };
-      }
-      const batch = await this.queue(trx, scope.accountId, {
-        channel: body.channel,
-        type: body.type,
-        content,
-        template,
-        mediaUrl: media?.url ?? null,
-        broadcastId: null,
-        recipients: [{ contactId: contact.id }],
-        provider: provider.name,
-      });
-      const [result] = batch.results;
-      if (result!.error) throw result!.error;
-      return { row: result!.row!, to: result!.to!, job: batch.job! };
+    const queued = await this.sendQueue.submit({
+      scope,
+      channel: body.channel,
+      provider: provider.name,
+      contactId: contact.id,
+      type: body.type,
+      content: body.content ?? null,
+      template:
+        body.type === 'template'
+          ? { name: body.template_name!, params: body.template_params ?? [] }
+          : null,
+      mediaUrl: media?.url ?? null,
     });
+    if (queued.error) throw queued.error;
+    const { row, to, job } = queued as Required<Pick<QueueResult, 'row' | 'to' | 'job'>>;
     const attempt = this.dispatch(
       scope.accountId,
       body.channel,
@@ -242,24 +265,93 @@ export class MessagesService {
   }
 
   /**
-   * The one way into sending, for the API (a batch of one) and for broadcasts: the recipients'
-   * contacts locked (none can be merged away or deleted meanwhile) with their addresses on the
-   * channel, conversations found or created and locked, the 24-hour window checked per
-   * recipient, the messages stored `queued` with one send job held by the caller, all in the
-   * caller's transaction. A recipient the rules refuse (gone, no identity on the channel for a
-   * real provider, outside the window) gets an error instead of a message; the others are
-   * unaffected.
+   * Queues a group of API sends in one transaction: templates read once per name, each
+   * account's and channel's sends queued together (see `queue`), each with its own send job
+   * and the idempotency record of its request. A send the rules refuse answers its error and
+   * leaves the others be; should the transaction itself fail, the Batcher runs each send again
+   * alone.
+   */
+  private async queueSends(requests: SendRequest[]): Promise<QueueResult[]> {
+    const results = await this.deps.tx.db.transaction().execute(async (trx) => {
+      const results = new Array<QueueResult>(requests.length);
+      const templates = new Map<string, Promise<ApprovedTemplate>>();
+      const groups = new Map<string, { index: number; recipient: Recipient }[]>();
+      for (const [index, request] of requests.entries()) {
+        const { scope, template } = request;
+        let content = request.content;
+        let ref: TemplateRef | null = null;
+        if (template) {
+          const key = `${scope.accountId}\u0000${template.name}`;
+          let approved = templates.get(key);
+          if (!approved) {
+            approved = this.deps.templates.findApproved(trx, scope.accountId, template.name);
+            templates.set(key, approved);
+          }
+          try {
+            const rendered = (await approved).render(template.params);
+            content = rendered.content;
+            ref = { name: template.name, language: rendered.language, params: template.params };
+          } catch (err) {
+            if (!(err instanceof AppError)) throw err;
+            results[index] = { contactId: request.contactId, error: err };
+            continue;
+          }
+        }
+        // Sends that share an account, a channel and its provider are queued together.
+        const key = [scope.accountId, request.channel, request.provider].join('\u0000');
+        const group = groups.get(key) ?? [];
+        groups.set(key, group);
+        group.push({
+          index,
+          recipient: {
+            contactId: request.contactId,
+            message: { type: request.type, content, template: ref, mediaUrl: request.mediaUrl },
+          },
+        });
+      }
+      // In one order (account, then channel), so that groups lock rows in one order everywhere.
+      for (const key of [...groups.keys()].sort()) {
+        const group = groups.get(key)!;
+        const first = requests[group[0]!.index]!;
+        const queued = await this.queue(trx, first.scope.accountId, {
+          channel: first.channel,
+          message: group[0]!.recipient.message!,
+          broadcastId: null,
+          recipients: group.map((g) => g.recipient),
+          provider: first.provider,
+          jobs: 'each',
+        });
+        queued.results.forEach((result, i) => (results[group[i]!.index] = result));
+      }
+      for (const [index, request] of requests.entries()) {
+        const { row } = results[index]!;
+        // The queued message is the response recorded for a retry of an idempotent request.
+        if (row && request.scope.beforeCommit)
+          await request.scope.beforeCommit(trx, toMessage(row));
+      }
+      return results;
+    });
+    for (const [index, request] of requests.entries())
+      if (results[index]!.row) request.scope.afterCommit?.();
+    return results;
+  }
+
+  /**
+   * The one way into sending, for the API (see `queueSends`) and for broadcasts: the
+   * recipients' contacts locked (none can be merged away or deleted meanwhile) with their
+   * addresses on the channel, conversations found or created and locked, the 24-hour window
+   * checked per recipient, the messages stored `queued` with their send jobs held by the caller
+   * (one for the batch, or one each), all in the caller's transaction. A recipient the rules
+   * refuse (gone, no identity on the channel for a real provider, outside the window) gets an
+   * error instead of a message; the others are unaffected.
    */
   async queue(
     trx: Tx,
     accountId: string,
     batch: {
       channel: Channel;
-      type: SendMessageBody['type'];
-      /** The text, a caption, or a template's rendered text. */
-      content: string | null;
-      template: TemplateRef | null;
-      mediaUrl: string | null;
+      /** What every recipient is sent, unless it has a message of its own. */
+      message: Draft;
       broadcastId: string | null;
       recipients: Recipient[];
       /**
@@ -268,6 +360,8 @@ export class MessagesService {
        * provider's rule (Meta allows it on WhatsApp, not on Messenger or Instagram).
        */
       provider: ChannelProvider['name'];
+      /** One send job for the whole batch (the default), or one per message. */
+      jobs?: 'one' | 'each';
     },
   ): Promise<QueuedBatch> {
     const now = this.deps.clock.now();
@@ -289,17 +383,28 @@ export class MessagesService {
         refusals.set(contactId, noIdentity(batch.channel, contactId));
       else to.set(contactId, { phone: address.phone, identity });
     }
-    const contactIds = [...to.keys()].sort();
     const templatesAllowed = templatesBypassWindow(batch.provider);
-    const windowed =
-      WINDOWED_CHANNELS.has(batch.channel) && (batch.type !== 'template' || !templatesAllowed);
+    const messageOf = (r: Recipient) => r.message ?? batch.message;
+    const windowed = (r: Recipient) =>
+      WINDOWED_CHANNELS.has(batch.channel) &&
+      (messageOf(r).type !== 'template' || !templatesAllowed);
+    const addressable = batch.recipients.filter((r) => to.has(r.contactId));
+    const contactsOf = (rs: Recipient[]) => [...new Set(rs.map((r) => r.contactId))].sort();
     // Inside the window there is always a conversation (the contact wrote in it), so a windowed
     // send only locks existing ones and never leaves an empty conversation for a refused recipient.
-    const conversations = windowed
-      ? await this.deps.conversations.lockExisting(trx, accountId, contactIds, batch.channel)
-      : await this.deps.conversations.openMany(trx, accountId, contactIds, batch.channel, now);
+    const inWindow = contactsOf(addressable.filter(windowed));
+    const opening = contactsOf(addressable.filter((r) => !windowed(r)));
+    const conversations = new Map([
+      ...(inWindow.length > 0
+        ? await this.deps.conversations.lockExisting(trx, accountId, inWindow, batch.channel)
+        : []),
+      ...(opening.length > 0
+        ? await this.deps.conversations.openMany(trx, accountId, opening, batch.channel, now)
+        : []),
+    ]);
     const results: QueueResult[] = [];
     const rows: MessageRow[] = [];
+    const touched = new Set<string>();
     for (const recipient of batch.recipients) {
       const refusal = refusals.get(recipient.contactId);
       if (refusal) {
@@ -308,9 +413,10 @@ export class MessagesService {
       }
       const conversation = conversations.get(recipient.contactId);
       const last = conversation?.last_inbound_at;
+      const inside = windowed(recipient);
       if (
         !conversation ||
-        (windowed && (!last || now.getTime() - last.getTime() >= CUSTOMER_WINDOW_MS))
+        (inside && (!last || now.getTime() - last.getTime() >= CUSTOMER_WINDOW_MS))
       ) {
         results.push({
           contactId: recipient.contactId,
@@ -318,17 +424,18 @@ export class MessagesService {
         });
         continue;
       }
+      const message = messageOf(recipient);
       const row: MessageRow = {
         account_id: accountId,
         id: newId('msg'),
         conversation_id: conversation.id,
         direction: 'outbound',
-        type: batch.type,
-        content: batch.content,
-        media_url: batch.mediaUrl,
-        template_name: batch.template?.name ?? null,
-        template_language: batch.template?.language ?? null,
-        template_params: batch.template ? batch.template.params : null,
+        type: message.type,
+        content: message.content,
+        media_url: message.mediaUrl,
+        template_name: message.template?.name ?? null,
+        template_language: message.template?.language ?? null,
+        template_params: message.template ? message.template.params : null,
         status: 'queued',
         failure_reason: null,
         provider_message_id: null,
@@ -336,20 +443,30 @@ export class MessagesService {
         created_at: now,
         updated_at: now,
       };
+      if (inside) touched.add(conversation.id);
       rows.push(row);
       results.push({ contactId: recipient.contactId, row, to: to.get(recipient.contactId)! });
     }
     if (rows.length === 0) return { results, job: null };
     await this.deps.messages.insertMany(trx, rows);
     // Sending is activity and reopens a resolved conversation (openMany did so already).
-    if (windowed)
-      await this.deps.conversations.touchOpen(
-        trx,
-        accountId,
-        [...new Set(rows.map((r) => r.conversation_id))],
-        now,
-      );
+    if (touched.size > 0)
+      await this.deps.conversations.touchOpen(trx, accountId, [...touched], now);
     const lease = new Date(now.getTime() + (this.deps.sendLeaseMs ?? SEND_LEASE_MS));
+    if (batch.jobs === 'each') {
+      const ids = await this.deps.jobs.enqueueMany(
+        trx,
+        rows.map((r) => ({
+          accountId,
+          kind: 'message.send' as const,
+          payload: { v: 1 as const, message_ids: [r.id] },
+          leasedUntil: lease,
+        })),
+      );
+      let next = 0;
+      for (const result of results) if (result.row) result.job = { id: ids[next++]!, lease };
+      return { results, job: null };
+    }
     const id = await this.deps.jobs.enqueue(
       trx,
       accountId,

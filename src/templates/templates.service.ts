@@ -30,6 +30,13 @@ const notConnected = () =>
     [{ field: 'channel', issue: 'whatsapp is not connected to whatsapp_cloud' }],
   );
 
+/** An approved template as read: its language, and its text with parameters filled in. */
+export interface ApprovedTemplate {
+  language: string;
+  /** 422 naming `paramsField` when the parameters do not fit the body's placeholders. */
+  render(params: string[], paramsField?: string): { content: string; language: string };
+}
+
 export class TemplatesService {
   constructor(
     private readonly deps: {
@@ -257,7 +264,20 @@ export class TemplatesService {
     params: string[],
     fields = { name: 'template_name', params: 'template_params' },
   ): Promise<{ content: string; language: string }> {
-    const field = fields.name;
+    const approved = await this.findApproved(trx, accountId, name, fields.name);
+    return approved.render(params, fields.params);
+  }
+
+  /**
+   * An approved template, ready to render with any parameters (a group of sends using one
+   * template reads it once): unknown name 404, not approved 422.
+   */
+  async findApproved(
+    trx: Tx | Db,
+    accountId: string,
+    name: string,
+    field = 'template_name',
+  ): Promise<ApprovedTemplate> {
     const row = await this.deps.templates.findByName(accountId, name, trx);
     if (!row) throw new NotFound('template', name);
     if (row.status !== 'approved') {
@@ -268,6 +288,12 @@ export class TemplatesService {
         [{ field, issue: `template is ${row.status}, not approved` }],
       );
     }
-    return { content: renderTemplate(row.body, params, fields.params), language: row.language };
+    return {
+      language: row.language,
+      render: (params, paramsField = 'template_params') => ({
+        content: renderTemplate(row.body, params, paramsField),
+        language: row.language,
+      }),
+    };
   }
 }
