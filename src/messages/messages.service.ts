@@ -23,7 +23,7 @@ import type { ApprovedTemplate, TemplatesService } from '../templates/templates.
 import type { FetchedMedia, MediaFetcher } from './media.js';
 import type { MessageObserver } from './message-observer.js';
 import type { MessageRow, MessagesRepository, QueuedMessage } from './messages.repository.js';
-import { SEND_LEASE_MS, type SendPipeline } from './send-pipeline.js';
+import { SEND_LEASE_MS, type RecordPlan, type SendPipeline } from './send-pipeline.js';
 import { toMessage } from './messages.present.js';
 import type { Message, SendMessageBody } from './messages.schema.js';
 
@@ -75,8 +75,13 @@ interface SendRequest {
   mediaUrl: string | null;
 }
 
-/** Sends queued together per group; more wait for the next group. */
-const SEND_GROUP_MAX = 100;
+/** Items (sends to queue, answers to record) per ledger group; more wait for the next. */
+const LEDGER_GROUP_MAX = 200;
+
+/** What the send ledger is given: a send to queue, or a provider's answers to record. */
+type LedgerItem = { queue: SendRequest } | { record: RecordPlan };
+/** A send's place in the queue, or a record's changed rows. */
+type LedgerResult = QueueResult | MessageRow[];
 
 /**
  * A real provider can only reach a contact through its id on the channel: on messenger,
@@ -147,13 +152,15 @@ function checkFields(body: SendMessageBody): void {
 /** Sending, receiving and delivery status of messages. */
 export class MessagesService {
   /**
-   * Concurrent API sends are queued in one transaction per group (group commit): a send costs
-   * a share of one transaction's round trips instead of a transaction of its own. A group that
-   * fails is queued again one send at a time, so one request's failure is its own.
+   * The bookkeeping of API sends, grouped across concurrent requests (group commit): each
+   * transaction queues the sends that arrived meanwhile and records the provider's answers to
+   * earlier ones, so that a send costs a share of one transaction's round trips instead of two
+   * transactions of its own. A group that fails is run again one item at a time, so one
+   * request's failure is its own.
    */
-  private readonly sendQueue = new Batcher<SendRequest, QueueResult>(
-    (requests) => this.queueSends(requests),
-    { maxBatch: SEND_GROUP_MAX, maxConcurrent: 2 },
+  private readonly ledger = new Batcher<LedgerItem, LedgerResult>(
+    (items) => this.runLedger(items),
+    { maxBatch: LEDGER_GROUP_MAX, maxConcurrent: 2 },
   );
 
   constructor(
@@ -195,28 +202,41 @@ export class MessagesService {
       // Fetched before the transaction: a slow media host must not hold a database lock.
       media = await this.deps.fetchMedia(body.media_url!, body.type);
     }
-    const queued = await this.sendQueue.submit({
-      scope,
-      channel: body.channel,
-      provider: provider.name,
-      contactId: contact.id,
-      type: body.type,
-      content: body.content ?? null,
-      template:
-        body.type === 'template'
-          ? { name: body.template_name!, params: body.template_params ?? [] }
-          : null,
-      mediaUrl: media?.url ?? null,
+    const queued = await this.ledger.submit({
+      queue: {
+        scope,
+        channel: body.channel,
+        provider: provider.name,
+        contactId: contact.id,
+        type: body.type,
+        content: body.content ?? null,
+        template:
+          body.type === 'template'
+            ? { name: body.template_name!, params: body.template_params ?? [] }
+            : null,
+        mediaUrl: media?.url ?? null,
+      },
     });
+    if (!('contactId' in queued)) throw new Error('the ledger answered a send with a record');
     if (queued.error) throw queued.error;
     const { row, to, job } = queued as Required<Pick<QueueResult, 'row' | 'to' | 'job'>>;
-    const attempt = this.dispatch(
-      scope.accountId,
-      body.channel,
-      job,
-      [{ row, channel: body.channel, contactId: contact.id, ...to }],
-      provider,
-    );
+    const send = {
+      accountId: scope.accountId,
+      channel: body.channel,
+      jobId: job.id,
+      lease: job.lease,
+      attempt: 1,
+      messages: [
+        toOutbound(scope.accountId, { row, channel: body.channel, contactId: contact.id, ...to }),
+      ],
+    };
+    const attempt = (async () => {
+      const outcomes = await this.deps.pipeline.callProvider(send, provider);
+      const plan = this.deps.pipeline.plan(send, outcomes);
+      const changed = await this.ledger.submit({ record: plan });
+      if (!Array.isArray(changed)) throw new Error('the ledger answered a record with a send');
+      return this.deps.pipeline.results(plan, changed).get(row.id)?.row ?? null;
+    })();
     const answered = await Promise.race([
       attempt,
       new Promise<null>((resolve) => setTimeout(() => resolve(null), SEND_WAIT_MS).unref()),
@@ -225,7 +245,7 @@ export class MessagesService {
       this.deps.log?.error({ err, message: row.id }, 'recording a send attempt failed');
       return null;
     });
-    return toMessage(answered?.get(row.id) ?? row);
+    return toMessage(answered ?? row);
   }
 
   /**
@@ -265,74 +285,88 @@ export class MessagesService {
   }
 
   /**
-   * Queues a group of API sends in one transaction: templates read once per name, each
-   * account's and channel's sends queued together (see `queue`), each with its own send job
-   * and the idempotency record of its request. A send the rules refuse answers its error and
-   * leaves the others be; should the transaction itself fail, the Batcher runs each send again
-   * alone.
+   * One group of the ledger, in one transaction: the sends queued first (contacts, then
+   * conversations, then messages locked, in the order every other writer takes them), then
+   * the answers recorded.
    */
-  private async queueSends(requests: SendRequest[]): Promise<QueueResult[]> {
-    const results = await this.deps.tx.db.transaction().execute(async (trx) => {
-      const results = new Array<QueueResult>(requests.length);
-      const templates = new Map<string, Promise<ApprovedTemplate>>();
-      const groups = new Map<string, { index: number; recipient: Recipient }[]>();
-      for (const [index, request] of requests.entries()) {
-        const { scope, template } = request;
-        let content = request.content;
-        let ref: TemplateRef | null = null;
-        if (template) {
-          const key = `${scope.accountId}\u0000${template.name}`;
-          let approved = templates.get(key);
-          if (!approved) {
-            approved = this.deps.templates.findApproved(trx, scope.accountId, template.name);
-            templates.set(key, approved);
-          }
-          try {
-            const rendered = (await approved).render(template.params);
-            content = rendered.content;
-            ref = { name: template.name, language: rendered.language, params: template.params };
-          } catch (err) {
-            if (!(err instanceof AppError)) throw err;
-            results[index] = { contactId: request.contactId, error: err };
-            continue;
-          }
-        }
-        // Sends that share an account, a channel and its provider are queued together.
-        const key = [scope.accountId, request.channel, request.provider].join('\u0000');
-        const group = groups.get(key) ?? [];
-        groups.set(key, group);
-        group.push({
-          index,
-          recipient: {
-            contactId: request.contactId,
-            message: { type: request.type, content, template: ref, mediaUrl: request.mediaUrl },
-          },
-        });
-      }
-      // In one order (account, then channel), so that groups lock rows in one order everywhere.
-      for (const key of [...groups.keys()].sort()) {
-        const group = groups.get(key)!;
-        const first = requests[group[0]!.index]!;
-        const queued = await this.queue(trx, first.scope.accountId, {
-          channel: first.channel,
-          message: group[0]!.recipient.message!,
-          broadcastId: null,
-          recipients: group.map((g) => g.recipient),
-          provider: first.provider,
-          jobs: 'each',
-        });
-        queued.results.forEach((result, i) => (results[group[i]!.index] = result));
-      }
-      for (const [index, request] of requests.entries()) {
-        const { row } = results[index]!;
-        // The queued message is the response recorded for a retry of an idempotent request.
-        if (row && request.scope.beforeCommit)
-          await request.scope.beforeCommit(trx, toMessage(row));
-      }
-      return results;
-    });
+  private async runLedger(items: LedgerItem[]): Promise<LedgerResult[]> {
+    const requests = items.flatMap((item) => ('queue' in item ? [item.queue] : []));
+    const plans = items.flatMap((item) => ('record' in item ? [item.record] : []));
+    const { queued, recorded } = await this.deps.tx.db.transaction().execute(async (trx) => ({
+      queued: requests.length > 0 ? await this.queueSends(trx, requests) : [],
+      recorded: plans.length > 0 ? await this.deps.pipeline.recordIn(trx, plans) : [],
+    }));
     for (const [index, request] of requests.entries())
-      if (results[index]!.row) request.scope.afterCommit?.();
+      if (queued[index]!.row) request.scope.afterCommit?.();
+    let nextQueued = 0;
+    let nextRecorded = 0;
+    return items.map((item) =>
+      'queue' in item ? queued[nextQueued++]! : recorded[nextRecorded++]!,
+    );
+  }
+
+  /**
+   * Queues a group of API sends in the caller's transaction: templates read once per name,
+   * each account's and channel's sends queued together (see `queue`), each with its own send
+   * job and the idempotency record of its request. A send the rules refuse answers its error
+   * and leaves the others be.
+   */
+  private async queueSends(trx: Tx, requests: SendRequest[]): Promise<QueueResult[]> {
+    const results = new Array<QueueResult>(requests.length);
+    const templates = new Map<string, Promise<ApprovedTemplate>>();
+    const groups = new Map<string, { index: number; recipient: Recipient }[]>();
+    for (const [index, request] of requests.entries()) {
+      const { scope, template } = request;
+      let content = request.content;
+      let ref: TemplateRef | null = null;
+      if (template) {
+        const key = `${scope.accountId}\u0000${template.name}`;
+        let approved = templates.get(key);
+        if (!approved) {
+          approved = this.deps.templates.findApproved(trx, scope.accountId, template.name);
+          templates.set(key, approved);
+        }
+        try {
+          const rendered = (await approved).render(template.params);
+          content = rendered.content;
+          ref = { name: template.name, language: rendered.language, params: template.params };
+        } catch (err) {
+          if (!(err instanceof AppError)) throw err;
+          results[index] = { contactId: request.contactId, error: err };
+          continue;
+        }
+      }
+      // Sends that share an account, a channel and its provider are queued together.
+      const key = [scope.accountId, request.channel, request.provider].join('\u0000');
+      const group = groups.get(key) ?? [];
+      groups.set(key, group);
+      group.push({
+        index,
+        recipient: {
+          contactId: request.contactId,
+          message: { type: request.type, content, template: ref, mediaUrl: request.mediaUrl },
+        },
+      });
+    }
+    // In one order (account, then channel), so that groups lock rows in one order everywhere.
+    for (const key of [...groups.keys()].sort()) {
+      const group = groups.get(key)!;
+      const first = requests[group[0]!.index]!;
+      const queued = await this.queue(trx, first.scope.accountId, {
+        channel: first.channel,
+        message: group[0]!.recipient.message!,
+        broadcastId: null,
+        recipients: group.map((g) => g.recipient),
+        provider: first.provider,
+        jobs: 'each',
+      });
+      queued.results.forEach((result, i) => (results[group[i]!.index] = result));
+    }
+    for (const [index, request] of requests.entries()) {
+      const { row } = results[index]!;
+      // The queued message is the response recorded for a retry of an idempotent request.
+      if (row && request.scope.beforeCommit) await request.scope.beforeCommit(trx, toMessage(row));
+    }
     return results;
   }
 

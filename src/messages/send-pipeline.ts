@@ -60,7 +60,7 @@ export type SendResult = { row: MessageRow | null; outcome: SendOutcome };
  * the job released to try again later. Whoever dies in between, the job's lease ends and a
  * runner sends again (at least once towards the provider; once in our records).
  */
-interface RecordPlan {
+export interface RecordPlan {
   send: QueuedSend;
   outcomes: Map<string, SendOutcome>;
   records: OutboundRecord[];
@@ -94,14 +94,12 @@ export class SendPipeline {
    */
   async attempt(send: QueuedSend, provider?: ChannelProvider): Promise<Map<string, SendResult>> {
     const outcomes = await this.callProvider(send, provider);
-    return this.record(send, outcomes);
+    const plan = this.plan(send, outcomes);
+    return this.results(plan, await this.recorder.submit(plan));
   }
 
   /** Calls the provider for every message, a few at a time; never throws. */
-  private async callProvider(
-    send: QueuedSend,
-    given?: ChannelProvider,
-  ): Promise<Map<string, SendOutcome>> {
+  async callProvider(send: QueuedSend, given?: ChannelProvider): Promise<Map<string, SendOutcome>> {
     const outcomes = new Map<string, SendOutcome>();
     let provider: ChannelProvider;
     try {
@@ -133,7 +131,7 @@ export class SendPipeline {
   }
 
   /** What one attempt's answers mean for its messages and its job. */
-  private plan(send: QueuedSend, outcomes: Map<string, SendOutcome>): RecordPlan {
+  plan(send: QueuedSend, outcomes: Map<string, SendOutcome>): RecordPlan {
     const lastAttempt = SEND_RETRY_DELAYS_MS[send.attempt - 1] === undefined;
     const records: OutboundRecord[] = [];
     let retryAfterMs = 0;
@@ -168,14 +166,12 @@ export class SendPipeline {
     };
   }
 
-  private async record(
-    send: QueuedSend,
-    outcomes: Map<string, SendOutcome>,
-  ): Promise<Map<string, SendResult>> {
-    const changed = await this.recorder.submit(this.plan(send, outcomes));
+  /** Each message of the plan's attempt with its row as it now stands (null: unchanged). */
+  results(plan: RecordPlan, changed: MessageRow[]): Map<string, SendResult> {
     const byId = new Map(changed.map((row) => [row.id, row]));
     const results = new Map<string, SendResult>();
-    for (const [id, outcome] of outcomes) results.set(id, { row: byId.get(id) ?? null, outcome });
+    for (const [id, outcome] of plan.outcomes)
+      results.set(id, { row: byId.get(id) ?? null, outcome });
     return results;
   }
 
@@ -185,45 +181,51 @@ export class SendPipeline {
    * group fail, the Batcher records each attempt alone, so that one cannot fail another.
    */
   private async recordMany(plans: RecordPlan[]): Promise<MessageRow[][]> {
+    return this.deps.db.transaction().execute((trx) => this.recordIn(trx, plans));
+  }
+
+  /**
+   * The answers of many attempts recorded in the caller's transaction (see `recordMany`):
+   * answers, for each plan, its messages whose row changed.
+   */
+  async recordIn(trx: Tx, plans: RecordPlan[]): Promise<MessageRow[][]> {
     const now = this.deps.clock.now();
-    return this.deps.db.transaction().execute(async (trx) => {
-      const byAccount = new Map<string, RecordPlan[]>();
-      for (const p of plans)
-        byAccount.set(p.send.accountId, [...(byAccount.get(p.send.accountId) ?? []), p]);
-      const changedById = new Map<string, MessageRow>();
-      for (const [accountId, group] of byAccount) {
-        const outcomes = new Map<string, SendOutcome>();
-        for (const p of group) for (const [id, o] of p.outcomes) outcomes.set(id, o);
-        const changed = await this.deps.messages.recordOutcomes(
-          trx,
-          accountId,
-          group.flatMap((p) => p.records),
-          now,
-        );
-        await this.afterChange(trx, accountId, changed, outcomes);
-        for (const c of changed) changedById.set(c.row.id, c.row);
-      }
-      await this.deps.jobs.finishMany(
+    const byAccount = new Map<string, RecordPlan[]>();
+    for (const p of plans)
+      byAccount.set(p.send.accountId, [...(byAccount.get(p.send.accountId) ?? []), p]);
+    const changedById = new Map<string, MessageRow>();
+    for (const [accountId, group] of byAccount) {
+      const outcomes = new Map<string, SendOutcome>();
+      for (const p of group) for (const [id, o] of p.outcomes) outcomes.set(id, o);
+      const changed = await this.deps.messages.recordOutcomes(
         trx,
-        plans
-          .filter((p) => p.retry === null)
-          .map((p) => ({ accountId: p.send.accountId, id: p.send.jobId, lease: p.send.lease })),
+        accountId,
+        group.flatMap((p) => p.records),
+        now,
       );
-      for (const p of plans) {
-        if (p.retry === null) continue;
-        await this.deps.jobs.settle(trx, p.send.accountId, p.send.jobId, p.send.lease, {
-          done: false,
-          retryAt: new Date(now.getTime() + p.retry.afterMs),
-          error: p.retry.error,
-        });
-      }
-      return plans.map((p) =>
-        p.records.flatMap((r) => {
-          const row = changedById.get(r.id);
-          return row ? [row] : [];
-        }),
-      );
-    });
+      await this.afterChange(trx, accountId, changed, outcomes);
+      for (const c of changed) changedById.set(c.row.id, c.row);
+    }
+    await this.deps.jobs.finishMany(
+      trx,
+      plans
+        .filter((p) => p.retry === null)
+        .map((p) => ({ accountId: p.send.accountId, id: p.send.jobId, lease: p.send.lease })),
+    );
+    for (const p of plans) {
+      if (p.retry === null) continue;
+      await this.deps.jobs.settle(trx, p.send.accountId, p.send.jobId, p.send.lease, {
+        done: false,
+        retryAt: new Date(now.getTime() + p.retry.afterMs),
+        error: p.retry.error,
+      });
+    }
+    return plans.map((p) =>
+      p.records.flatMap((r) => {
+        const row = changedById.get(r.id);
+        return row ? [row] : [];
+      }),
+    );
   }
 
   /** Marks these messages failed if still queued, with their events, in the caller's transaction. */
