@@ -297,8 +297,7 @@ export class BroadcastsService {
         channel: b.channel,
         message: {
           type: b.message.type,
-          content:
-            b.message.type === 'template' ? b.rendered_content : (b.message.content ?? null),
+          content: b.message.type === 'template' ? b.rendered_content : (b.message.content ?? null),
           template:
             b.message.type === 'template'
               ? {

@@ -1,0 +1,215 @@
+import { sql } from 'kysely';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import type { ChannelProvider, OutboundMessage } from '../../src/channels/channel.js';
+import { createPrivateDatabase, newAccount, startTestApp, type TestApp } from '../helpers.js';
+import { createContact, createTemplate, receive } from '../inbox-helpers.js';
+
+// Concurrent API sends share their bookkeeping transactions (the send ledger): these tests send
+// many at once, with answers that differ per request, and check that each request gets its own.
+
+const calls: OutboundMessage[] = [];
+// Answers after a pause, so that sends pile up and are queued and recorded in groups. Named as
+// the sandbox, which addresses every contact.
+const slow: ChannelProvider = {
+  name: 'sandbox',
+  send: async (m) => {
+    calls.push(m);
+    await new Promise((r) => setTimeout(r, 15));
+    return { status: 'accepted', providerMessageId: `p_${m.messageId}` };
+  },
+};
+
+let t: TestApp;
+let drop: () => Promise<void>;
+beforeAll(async () => {
+  const db = await createPrivateDatabase();
+  drop = db.drop;
+  t = await startTestApp({ databaseUrl: db.url, providers: { whatsapp: slow, webchat: slow } });
+});
+afterAll(async () => {
+  await t.close();
+  await drop();
+});
+
+const send = (acc: Awaited<ReturnType<typeof newAccount>>, payload: object, key?: string) =>
+  acc.call({
+    method: 'POST',
+    url: '/v1/messages/send',
+    payload,
+    ...(key ? { headers: { 'idempotency-key': key } } : {}),
+  });
+
+it('sends grouped together each get their own answer: sent, or the refusal of their own rule with nothing written', async () => {
+  const accounts = [await newAccount(t), await newAccount(t)];
+  const cases: { acc: (typeof accounts)[number]; payload: object; expect: number | 'sent' }[] = [];
+  for (const acc of accounts) {
+    const approved = await createTemplate(acc, 'Hello {{1}}');
+    const pending = await createTemplate(acc, 'Pending {{1}}', null);
+    for (let i = 0; i < 6; i++) {
+      const inWindow = await createContact(acc);
+      await receive(acc, inWindow.id, 'whatsapp');
+      const silent = await createContact(acc);
+      cases.push(
+        {
+          acc,
+          payload: { contact_id: inWindow.id, channel: 'whatsapp', type: 'text', content: `t${i}` },
+          expect: 'sent',
+        },
+        {
+          acc,
+          payload: {
+            contact_id: silent.id,
+            channel: 'whatsapp',
+            type: 'template',
+            template_name: approved.name,
+            template_params: [`n${i}`],
+          },
+          expect: 'sent',
+        },
+        // Outside the 24-hour window: only a template may go.
+        {
+          acc,
+          payload: { contact_id: silent.id, channel: 'whatsapp', type: 'text', content: 'late' },
+          expect: 422,
+        },
+        {
+          acc,
+          payload: {
+            contact_id: inWindow.id,
+            channel: 'whatsapp',
+            type: 'template',
+            template_name: pending.name,
+            template_params: ['x'],
+          },
+          expect: 422,
+        },
+        {
+          acc,
+          payload: {
+            contact_id: silent.id,
+            channel: 'whatsapp',
+            type: 'template',
+            template_name: approved.name,
+            template_params: [],
+          },
+          expect: 422,
+        },
+        {
+          acc,
+          payload: { contact_id: silent.id, channel: 'webchat', type: 'text', content: `w${i}` },
+          expect: 'sent',
+        },
+      );
+    }
+  }
+  const before = new Map<string, number>();
+  for (const acc of accounts) before.set(acc.accountId, await countMessages(acc.accountId));
+
+  const answers = await Promise.all(cases.map((c) => send(c.acc, c.payload)));
+
+  const sentIds = new Set<string>();
+  for (const [i, res] of answers.entries()) {
+    const c = cases[i]!;
+    if (c.expect === 'sent') {
+      expect(res.statusCode, res.body).toBe(201);
+      const body = res.json();
+      expect(body).toMatchObject({ status: 'sent', ...pick(c.payload, ['type', 'content']) });
+      sentIds.add(body.id);
+    } else {
+      expect(res.statusCode, res.body).toBe(c.expect);
+      expect(res.json().error.code).toBe('validation_error');
+    }
+  }
+  // The template's text was rendered with each request's own parameters.
+  const rendered = calls.filter((m) => m.type === 'template').map((m) => m.content);
+  for (let i = 0; i < 6; i++) expect(rendered).toContain(`Hello n${i}`);
+  // Exactly the accepted sends were written, each once, and no send job is left behind.
+  for (const acc of accounts) {
+    const expected = cases.filter((c) => c.acc === acc && c.expect === 'sent').length;
+    expect(await countMessages(acc.accountId)).toBe(before.get(acc.accountId)! + expected);
+    const jobs = await t.db
+      .selectFrom('jobs')
+      .select('id')
+      .where('account_id', '=', acc.accountId)
+      .where('kind', '=', 'message.send')
+      .execute();
+    expect(jobs).toEqual([]);
+  }
+  expect(sentIds.size).toBe(cases.filter((c) => c.expect === 'sent').length);
+});
+
+it('a send that fails in the database fails alone: the rest of its group is queued again and sent once', async () => {
+  const acc = await newAccount(t);
+  const contacts = await Promise.all(Array.from({ length: 12 }, () => createContact(acc)));
+  // A trigger refuses one message's insert, as a database fault would: the transaction of
+  // whichever group holds it fails.
+  await sql`
+    CREATE FUNCTION test_refuse_boom() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      IF NEW.content = 'boom' THEN RAISE EXCEPTION 'refused by the test'; END IF;
+      RETURN NEW;
+    END $$`.execute(t.db);
+  await sql`CREATE TRIGGER test_refuse_boom BEFORE INSERT ON messages
+    FOR EACH ROW EXECUTE FUNCTION test_refuse_boom()`.execute(t.db);
+  try {
+    const answers = await Promise.all(
+      contacts.map((c, i) =>
+        send(
+          acc,
+          { contact_id: c.id, channel: 'webchat', type: 'text', content: i === 5 ? 'boom' : 'ok' },
+          `ledger-${i}`,
+        ),
+      ),
+    );
+    for (const [i, res] of answers.entries()) {
+      if (i === 5) expect(res.statusCode).toBeGreaterThanOrEqual(500);
+      else expect(res.statusCode, res.body).toBe(201);
+    }
+    const rows = await t.db
+      .selectFrom('messages')
+      .select(['id', 'content', 'status'])
+      .where('account_id', '=', acc.accountId)
+      .execute();
+    expect(rows).toHaveLength(11);
+    expect(rows.every((r) => r.content === 'ok' && r.status === 'sent')).toBe(true);
+    // Every successful request's idempotency record replays its one message.
+    for (const [i, res] of answers.entries()) {
+      if (i === 5) continue;
+      const again = await send(
+        acc,
+        { contact_id: contacts[i]!.id, channel: 'webchat', type: 'text', content: 'ok' },
+        `ledger-${i}`,
+      );
+      expect(again.statusCode).toBe(201);
+      expect(again.json().id).toBe(res.json().id);
+    }
+  } finally {
+    await sql`DROP TRIGGER test_refuse_boom ON messages`.execute(t.db);
+    await sql`DROP FUNCTION test_refuse_boom()`.execute(t.db);
+  }
+});
+
+it('the same Idempotency-Key sent many times at once makes one message', async () => {
+  const acc = await newAccount(t);
+  const contact = await createContact(acc);
+  const payload = { contact_id: contact.id, channel: 'webchat', type: 'text', content: 'once' };
+  const answers = await Promise.all(Array.from({ length: 10 }, () => send(acc, payload, 'dup')));
+  const created = answers.filter((r) => r.statusCode === 201);
+  expect(created.length).toBeGreaterThanOrEqual(1);
+  for (const r of answers) expect([201, 409]).toContain(r.statusCode);
+  expect(new Set(created.map((r) => r.json().id)).size).toBe(1);
+  expect(await countMessages(acc.accountId)).toBe(1);
+});
+
+async function countMessages(accountId: string): Promise<number> {
+  const { n } = await t.db
+    .selectFrom('messages')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .where('account_id', '=', accountId)
+    .executeTakeFirstOrThrow();
+  return Number(n);
+}
+
+function pick(o: object, keys: string[]): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(o).filter(([k]) => keys.includes(k)));
+}
