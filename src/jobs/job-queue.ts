@@ -49,7 +49,7 @@ export class JobQueue {
           id: ids[i]!,
           kind: j.kind,
           payload: JSON.stringify(j.payload),
-          run_at: new Date(now.getTime() + (j.delayMs ?? 0)),
+          run_at: j.leasedUntil ?? new Date(now.getTime() + (j.delayMs ?? 0)),
           created_at: now,
           // Every row names the same columns: a multi-row insert takes one column list.
           locked_until: j.leasedUntil ?? null,
@@ -68,7 +68,10 @@ export class JobQueue {
     /**
      * When it falls due: at `runAt`, or `delayMs` from now (default: now). `leasedUntil` writes
      * it already claimed by the caller (its first attempt), so no runner takes it before then:
-     * should the caller die, a runner picks it up when the lease ends.
+     * should the caller die, a runner picks it up when the lease ends. Such a job is due when its
+     * lease ends: runners scan due jobs in `run_at` order, and the many short-lived jobs of a
+     * busy send path (written, then deleted a few milliseconds later) then lie beyond the scan
+     * instead of in front of every due job until they are vacuumed.
      */
     opts: { delayMs?: number; runAt?: Date; leasedUntil?: Date } = {},
   ): Promise<string> {
@@ -81,7 +84,7 @@ export class JobQueue {
         id,
         kind,
         payload: JSON.stringify(payload),
-        run_at: opts.runAt ?? new Date(now.getTime() + (opts.delayMs ?? 0)),
+        run_at: opts.runAt ?? opts.leasedUntil ?? new Date(now.getTime() + (opts.delayMs ?? 0)),
         created_at: now,
         ...(opts.leasedUntil ? { locked_until: opts.leasedUntil, attempts: 1 } : {}),
       })

@@ -92,6 +92,34 @@ describe('JobRunner', () => {
     expect(await rowsOf(kind)).toEqual([]);
   });
 
+  it('a job written already leased (one and many at once) is due when its lease ends, not before', async () => {
+    const kind = testKind();
+    const lease = new Date(t.clock.now().getTime() + 60_000);
+    const payload = { v: 1 as const, message_id: 'msg_leased', status: 'delivered' as const };
+    await t.db.transaction().execute(async (trx) => {
+      await queue.enqueue(trx, 'acc_jobtest', kind, payload, { leasedUntil: lease });
+      await queue.enqueueMany(trx, [
+        { accountId: 'acc_jobtest', kind, payload, leasedUntil: lease },
+        { accountId: 'acc_jobtest', kind, payload, leasedUntil: lease },
+      ]);
+    });
+    // Due at the lease's end: a runner's scan of due jobs (run_at order) never meets it earlier.
+    const rows = await rowsOf(kind);
+    expect(rows).toHaveLength(3);
+    for (const row of rows) {
+      expect(row.run_at.getTime()).toBe(lease.getTime());
+      expect(row.locked_until?.getTime()).toBe(lease.getTime());
+      expect(row.attempts).toBe(1);
+    }
+    let calls = 0;
+    const r = runner([handler(kind, [], async () => ((calls += 1), { status: 'done' }))]);
+    t.clock.advance(59_999);
+    expect(await r.drain()).toBe(0);
+    t.clock.advance(2);
+    expect(await r.drain()).toBe(3);
+    expect(calls).toBe(3);
+  });
+
   it('a job not yet due is not run; it runs once its time comes', async () => {
     const kind = testKind();
     await enqueue(kind, 1, 5000);
