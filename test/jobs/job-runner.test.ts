@@ -36,7 +36,10 @@ function handler(
   return { kind, retryDelaysMs, handle };
 }
 
-function runner(handlers: JobHandler[], opts: { leaseMs?: number } = {}): JobRunner {
+function runner(
+  handlers: JobHandler[],
+  opts: { leaseMs?: number; concurrency?: number; pollIntervalMs?: number } = {},
+): JobRunner {
   return new JobRunner({ db: t.db, clock: t.clock, log: t.app.log, handlers, ...opts });
 }
 
@@ -118,6 +121,61 @@ describe('JobRunner', () => {
     t.clock.advance(2);
     expect(await r.drain()).toBe(3);
     expect(calls).toBe(3);
+  });
+
+  it('a claimed job is due again at the end of its lease, and no sooner', async () => {
+    const kind = testKind();
+    const [id] = await enqueue(kind, 1);
+    let seen: { run_at: Date; locked_until: Date | null } | undefined;
+    const r = runner(
+      [
+        handler(kind, [], async () => {
+          seen = (await rowsOf(kind)).find((row) => row.id === id);
+          return { status: 'done' };
+        }),
+      ],
+      { leaseMs: 30_000 },
+    );
+    const lease = t.clock.now().getTime() + 30_000;
+    expect(await r.drain()).toBe(1);
+    expect(seen?.locked_until?.getTime()).toBe(lease);
+    expect(seen?.run_at.getTime()).toBe(lease);
+  });
+
+  it('while jobs run, a runner claims again only once a quarter of its slots are free', async () => {
+    const kind = testKind();
+    await enqueue(kind, 12);
+    const running: (() => void)[] = [];
+    let started = 0;
+    const r = runner(
+      [
+        handler(kind, [], async () => {
+          started++;
+          await new Promise<void>((resolve) => running.push(resolve));
+          return { status: 'done' };
+        }),
+      ],
+      { concurrency: 8, pollIntervalMs: 5 },
+    );
+    r.start();
+    try {
+      await until(async () => started === 8);
+      // One slot free of eight: below a quarter, so no claim (polls keep coming every 5 ms).
+      running.shift()!();
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      expect(started).toBe(8);
+      // Two free: a claim fills both.
+      running.shift()!();
+      await until(async () => started === 10);
+    } finally {
+      let stopped = false;
+      const stopping = r.stop().then(() => (stopped = true));
+      while (!stopped) {
+        running.splice(0).forEach((resolve) => resolve());
+        await tick();
+      }
+      await stopping;
+    }
   });
 
   it('a job not yet due is not run; it runs once its time comes', async () => {
