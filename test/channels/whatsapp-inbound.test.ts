@@ -166,6 +166,50 @@ describe('POST /channels/{id}/webhook: signature and durable storage', () => {
     ]);
   });
 
+  it('concurrent deliveries to two accounts, stored together, are each kept once with their own job; bad signatures among them change nothing', async () => {
+    const a = await setup();
+    const b = await setup();
+    const bodies = new Map<string, Buffer>();
+    const posts = [];
+    for (let i = 0; i < 30; i++) {
+      for (const { conn } of [a, b]) {
+        const sender = `1415555${String(1000 + i)}`;
+        const raw = Buffer.from(
+          JSON.stringify(
+            inboundWebhook(
+              business(conn),
+              { waId: sender, name: `S${i}` },
+              waMessage.text(sender, `${conn.id} #${i}`),
+            ),
+          ),
+        );
+        bodies.set(`${conn.id} #${i}`, raw);
+        posts.push(post(conn, raw).then((res) => expect(res.status).toBe(200)));
+        if (i % 5 === 0)
+          posts.push(
+            postSignedWebhook(conn.webhookUrl, raw, 'not the app secret').then((res) =>
+              expect(res.status).toBe(401),
+            ),
+          );
+      }
+    }
+    await Promise.all(posts);
+    for (const { acc, conn } of [a, b]) {
+      const rows = await storedWebhooks(acc.accountId);
+      expect(rows).toHaveLength(30);
+      for (const row of rows) {
+        expect(row.connection_id).toBe(conn.id);
+        const text = JSON.parse(row.body.toString('utf8')).entry[0].changes[0].value.messages[0]
+          .text.body as string;
+        expect(Buffer.compare(row.body, bodies.get(text)!)).toBe(0);
+      }
+      const jobs = await jobsOf(acc.accountId);
+      expect(jobs.map((j) => (j.payload as { webhook_id: string }).webhook_id).sort()).toEqual(
+        rows.map((r) => r.id).sort(),
+      );
+    }
+  });
+
   it('is a 401 with nothing recorded when the signature is missing, wrong, or over other bytes', async () => {
     const { acc, conn } = await setup();
     const payload = inboundWebhook(

@@ -8,8 +8,8 @@ export type InboundWebhookRow = Selectable<InboundWebhooksTable>;
 export class InboundWebhooksRepository {
   constructor(private readonly db: Db) {}
 
-  async insert(trx: Tx, row: InboundWebhookRow): Promise<void> {
-    await trx.insertInto('inbound_webhooks').values(row).execute();
+  async insertMany(trx: Tx, rows: InboundWebhookRow[]): Promise<void> {
+    if (rows.length > 0) await trx.insertInto('inbound_webhooks').values(rows).execute();
   }
 
   async find(accountId: string, id: string): Promise<InboundWebhookRow | undefined> {

@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../../clock.js';
+import { Batcher } from '../../db/batcher.js';
 import type { Transactor } from '../../db/transactor.js';
 import { AppError, Forbidden, NotFound, Unauthorized, Unavailable } from '../../errors.js';
 import { newId } from '../../ids.js';
@@ -24,7 +25,7 @@ import type {
   ProviderWebhookContent,
   TemplateStatusListener,
 } from './inbound-sink.js';
-import type { InboundWebhooksRepository } from './inbound.repository.js';
+import type { InboundWebhookRow, InboundWebhooksRepository } from './inbound.repository.js';
 import { isValidHubSignature, sameSecret } from './signature.js';
 
 /**
@@ -55,6 +56,16 @@ export class InboundWebhooksService {
    * so that a sender whose first messages are processed together (or retried) is looked up once.
    */
   private readonly names = new Map<string, string | null>();
+
+  /**
+   * Concurrent deliveries are stored together (group commit): Meta posts many webhooks at once
+   * under load, and each is answered once its row and job have committed. A group that fails
+   * is stored again one webhook at a time, so one cannot fail another.
+   */
+  private readonly stored = new Batcher<InboundWebhookRow, void>((rows) => this.storeMany(rows), {
+    maxBatch: 200,
+    maxConcurrent: 2,
+  });
 
   constructor(
     private readonly deps: {
@@ -108,19 +119,30 @@ export class InboundWebhooksService {
     } catch {
       throw new AppError('invalid_request', 'request body is not valid JSON');
     }
-    const accountId = connection.account_id;
-    const id = newId('iwh');
-    await this.deps.tx.run({ accountId }, async (trx) => {
-      await this.deps.webhooks.insert(trx, {
-        account_id: accountId,
-        id,
-        connection_id: connection.id,
-        body,
-        received_at: this.deps.clock.now(),
-        processed_at: null,
-      });
-      await this.deps.jobs.enqueue(trx, accountId, 'channel.inbound', { v: 1, webhook_id: id });
+    await this.stored.submit({
+      account_id: connection.account_id,
+      id: newId('iwh'),
+      connection_id: connection.id,
+      body,
+      received_at: this.deps.clock.now(),
+      processed_at: null,
     });
+  }
+
+  /** Webhooks accepted meanwhile, stored with their jobs in one transaction. */
+  private async storeMany(rows: InboundWebhookRow[]): Promise<void[]> {
+    await this.deps.tx.db.transaction().execute(async (trx) => {
+      await this.deps.webhooks.insertMany(trx, rows);
+      await this.deps.jobs.enqueueMany(
+        trx,
+        rows.map((row) => ({
+          accountId: row.account_id,
+          kind: 'channel.inbound' as const,
+          payload: { v: 1 as const, webhook_id: row.id },
+        })),
+      );
+    });
+    return rows.map(() => undefined);
   }
 
   /**
