@@ -428,10 +428,18 @@ export class MessagesService {
     // send only locks existing ones and never leaves an empty conversation for a refused recipient.
     const inWindow = contactsOf(addressable.filter(windowed));
     const opening = contactsOf(addressable.filter((r) => !windowed(r)));
+    // A group with both kinds (API sends queued together) first locks every existing
+    // conversation it needs in one sorted pass: locking the two sets one after the other could
+    // take two rows in opposite orders in two concurrent groups.
+    const windowedContacts = new Set(inWindow);
+    const existing = await this.deps.conversations.lockExisting(
+      trx,
+      accountId,
+      inWindow.length > 0 && opening.length > 0 ? contactsOf(addressable) : inWindow,
+      batch.channel,
+    );
     const conversations = new Map([
-      ...(inWindow.length > 0
-        ? await this.deps.conversations.lockExisting(trx, accountId, inWindow, batch.channel)
-        : []),
+      ...[...existing].filter(([contactId]) => windowedContacts.has(contactId)),
       ...(opening.length > 0
         ? await this.deps.conversations.openMany(trx, accountId, opening, batch.channel, now)
         : []),

@@ -201,6 +201,50 @@ it('the same Idempotency-Key sent many times at once makes one message', async (
   expect(await countMessages(acc.accountId)).toBe(1);
 });
 
+it('text and templates to the same contacts in opposite orders at once: every send succeeds, with no deadlock', async () => {
+  const acc = await newAccount(t);
+  const template = await createTemplate(acc, 'Hi {{1}}');
+  const contacts = [];
+  for (let i = 0; i < 10; i++) {
+    const c = await createContact(acc);
+    await receive(acc, c.id, 'whatsapp');
+    contacts.push(c);
+  }
+  const deadlocks = async () => {
+    const r = await sql<{
+      n: string;
+    }>`SELECT deadlocks::text AS n FROM pg_stat_database WHERE datname = current_database()`.execute(
+      t.db,
+    );
+    return Number(r.rows[0]!.n);
+  };
+  const before = await deadlocks();
+  const sends = [];
+  for (let round = 0; round < 6; round++) {
+    const order = round % 2 === 0 ? contacts : [...contacts].reverse();
+    for (const [i, c] of order.entries()) {
+      sends.push(
+        send(
+          acc,
+          (i + round) % 2 === 0
+            ? { contact_id: c.id, channel: 'whatsapp', type: 'text', content: `r${round}` }
+            : {
+                contact_id: c.id,
+                channel: 'whatsapp',
+                type: 'template',
+                template_name: template.name,
+                template_params: [`r${round}`],
+              },
+        ),
+      );
+    }
+  }
+  const answers = await Promise.all(sends);
+  for (const res of answers) expect(res.statusCode, res.body).toBe(201);
+  expect(await countMessages(acc.accountId)).toBe(10 + 60);
+  expect(await deadlocks()).toBe(before);
+});
+
 async function countMessages(accountId: string): Promise<number> {
   const { n } = await t.db
     .selectFrom('messages')
