@@ -6,6 +6,7 @@
  * closes (the harness died).
  */
 import Fastify from 'fastify';
+import { serveAsChild } from './child-server.js';
 
 const raw = process.env.BENCH_BARE_BODY;
 if (!raw) {
@@ -17,21 +18,5 @@ const body: unknown = JSON.parse(raw);
 const app = Fastify({ logger: false });
 app.get('/contact', async () => body);
 
-let closing = false;
-const close = () => {
-  if (closing) return;
-  closing = true;
-  const force = setTimeout(() => process.exit(1), 5_000);
-  force.unref();
-  void app.close().then(() => process.exit(0));
-};
-process.on('SIGTERM', close);
-process.on('SIGINT', close);
-process.stdin.on('end', close);
-process.stdin.on('error', close);
-process.stdin.resume();
-
-await app.listen({ host: '127.0.0.1', port: 0 });
-const address = app.server.address();
-if (typeof address !== 'object' || address === null) throw new Error('bare-server: no address');
-process.stdout.write(`${JSON.stringify({ port: address.port })}\n`);
+await app.ready();
+serveAsChild(app.server, () => app.close());

@@ -8,6 +8,7 @@
  */
 import type { ServerResponse } from 'node:http';
 import Fastify from 'fastify';
+import { serveAsChild } from './child-server.js';
 
 const streams = new Map<string, ServerResponse>();
 const app = Fastify({ logger: false });
@@ -36,23 +37,8 @@ app.post('/push', async (request, reply) => {
   return reply.code(201).send(message);
 });
 
-let closing = false;
-const close = () => {
-  if (closing) return;
-  closing = true;
-  const force = setTimeout(() => process.exit(1), 5_000);
-  force.unref();
+await app.ready();
+serveAsChild(app.server, () => {
   for (const stream of streams.values()) stream.destroy();
-  void app.close().then(() => process.exit(0));
-};
-process.on('SIGTERM', close);
-process.on('SIGINT', close);
-process.stdin.on('end', close);
-process.stdin.on('error', close);
-process.stdin.resume();
-
-await app.listen({ host: '127.0.0.1', port: 0 });
-const address = app.server.address();
-if (typeof address !== 'object' || address === null)
-  throw new Error('bare-stream-server: no address');
-process.stdout.write(`${JSON.stringify({ port: address.port })}\n`);
+  return app.close();
+});

@@ -16,7 +16,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { serveAsChild } from './child-server.js';
 
 export interface GraphPhoneNumber {
   token: string;
@@ -210,25 +210,14 @@ function main(): void {
   // Keep-alive sockets of the service's client pool stay open between bursts.
   server.keepAliveTimeout = 60_000;
 
-  let closing = false;
-  const close = () => {
-    if (closing) return;
-    closing = true;
-    const force = setTimeout(() => process.exit(1), 5_000);
-    force.unref();
-    server.closeAllConnections();
-    server.close(() => process.exit(0));
-  };
-  process.on('SIGTERM', close);
-  process.on('SIGINT', close);
-  process.stdin.on('end', close);
-  process.stdin.on('error', close);
-  process.stdin.resume();
-
-  server.listen(0, '127.0.0.1', () => {
-    const { port } = server.address() as AddressInfo;
-    process.stdout.write(`${JSON.stringify({ port })}\n`);
-  });
+  serveAsChild(
+    server,
+    () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  );
 }
 
 main();
