@@ -20,23 +20,29 @@ export interface JobPayloads {
 }
 export type JobKind = keyof JobPayloads;
 
+/** When a job falls due, and whether its caller holds it already (see `JobQueue.enqueueMany`). */
+export interface JobTiming {
+  delayMs?: number;
+  runAt?: Date;
+  leasedUntil?: Date;
+}
+
 /** Writes jobs inside the caller's transaction, so a job exists exactly when its cause committed. */
 export class JobQueue {
   constructor(private readonly clock: Clock) {}
 
   /**
    * Many jobs in one statement (a broadcast batch queues thousands); answers their ids in order.
-   * `leasedUntil` writes a job already claimed by the caller, as `enqueue` does.
+   * Each falls due at `runAt`, or `delayMs` from now (default: now). `leasedUntil` writes it
+   * already claimed by the caller (its first attempt), so no runner takes it before then:
+   * should the caller die, a runner picks it up when the lease ends. Such a job is due when its
+   * lease ends: runners scan due jobs in `run_at` order, and the many short-lived jobs of a busy
+   * send path (written, then deleted a few milliseconds later) then lie beyond the scan instead
+   * of in front of every due job until they are vacuumed.
    */
   async enqueueMany(
     trx: Tx,
-    jobs: {
-      accountId: string;
-      kind: JobKind;
-      payload: JobPayloads[JobKind];
-      delayMs?: number;
-      leasedUntil?: Date;
-    }[],
+    jobs: ({ accountId: string; kind: JobKind; payload: JobPayloads[JobKind] } & JobTiming)[],
   ): Promise<string[]> {
     if (jobs.length === 0) return [];
     const now = this.clock.now();
@@ -49,7 +55,7 @@ export class JobQueue {
           id: ids[i]!,
           kind: j.kind,
           payload: JSON.stringify(j.payload),
-          run_at: j.leasedUntil ?? new Date(now.getTime() + (j.delayMs ?? 0)),
+          run_at: j.runAt ?? j.leasedUntil ?? new Date(now.getTime() + (j.delayMs ?? 0)),
           created_at: now,
           // Every row names the same columns: a multi-row insert takes one column list.
           locked_until: j.leasedUntil ?? null,
@@ -60,36 +66,16 @@ export class JobQueue {
     return ids;
   }
 
+  /** One job (see `enqueueMany`); answers its id. */
   async enqueue<K extends JobKind>(
     trx: Tx,
     accountId: string,
     kind: K,
     payload: JobPayloads[K],
-    /**
-     * When it falls due: at `runAt`, or `delayMs` from now (default: now). `leasedUntil` writes
-     * it already claimed by the caller (its first attempt), so no runner takes it before then:
-     * should the caller die, a runner picks it up when the lease ends. Such a job is due when its
-     * lease ends: runners scan due jobs in `run_at` order, and the many short-lived jobs of a
-     * busy send path (written, then deleted a few milliseconds later) then lie beyond the scan
-     * instead of in front of every due job until they are vacuumed.
-     */
-    opts: { delayMs?: number; runAt?: Date; leasedUntil?: Date } = {},
+    timing: JobTiming = {},
   ): Promise<string> {
-    const now = this.clock.now();
-    const id = newId('job');
-    await trx
-      .insertInto('jobs')
-      .values({
-        account_id: accountId,
-        id,
-        kind,
-        payload: JSON.stringify(payload),
-        run_at: opts.runAt ?? opts.leasedUntil ?? new Date(now.getTime() + (opts.delayMs ?? 0)),
-        created_at: now,
-        ...(opts.leasedUntil ? { locked_until: opts.leasedUntil, attempts: 1 } : {}),
-      })
-      .execute();
-    return id;
+    const [id] = await this.enqueueMany(trx, [{ accountId, kind, payload, ...timing }]);
+    return id!;
   }
 
   /** Deletes finished jobs their callers hold (each under its lease), in one statement. */

@@ -23,7 +23,12 @@ import type { ApprovedTemplate, TemplatesService } from '../templates/templates.
 import type { FetchedMedia, MediaFetcher } from './media.js';
 import type { MessageObserver } from './message-observer.js';
 import type { MessageRow, MessagesRepository, QueuedMessage } from './messages.repository.js';
-import { SEND_LEASE_MS, type RecordPlan, type SendPipeline } from './send-pipeline.js';
+import {
+  SEND_LEASE_MS,
+  type QueuedSend,
+  type RecordPlan,
+  type SendPipeline,
+} from './send-pipeline.js';
 import { toMessage } from './messages.present.js';
 import type { Message, SendMessageBody } from './messages.schema.js';
 
@@ -202,39 +207,28 @@ export class MessagesService {
       // Fetched before the transaction: a slow media host must not hold a database lock.
       media = await this.deps.fetchMedia(body.media_url!, body.type);
     }
-    const queued = await this.ledger.submit({
-      queue: {
-        scope,
-        channel: body.channel,
-        provider: provider.name,
-        contactId: contact.id,
-        type: body.type,
-        content: body.content ?? null,
-        template:
-          body.type === 'template'
-            ? { name: body.template_name!, params: body.template_params ?? [] }
-            : null,
-        mediaUrl: media?.url ?? null,
-      },
+    const queued = await this.queueInLedger({
+      scope,
+      channel: body.channel,
+      provider: provider.name,
+      contactId: contact.id,
+      type: body.type,
+      content: body.content ?? null,
+      template:
+        body.type === 'template'
+          ? { name: body.template_name!, params: body.template_params ?? [] }
+          : null,
+      mediaUrl: media?.url ?? null,
     });
-    if (!('contactId' in queued)) throw new Error('the ledger answered a send with a record');
     if (queued.error) throw queued.error;
     const { row, to, job } = queued as Required<Pick<QueueResult, 'row' | 'to' | 'job'>>;
-    const send = {
-      accountId: scope.accountId,
-      channel: body.channel,
-      jobId: job.id,
-      lease: job.lease,
-      attempt: 1,
-      messages: [
-        toOutbound(scope.accountId, { row, channel: body.channel, contactId: contact.id, ...to }),
-      ],
-    };
+    const send = queuedSend(scope.accountId, body.channel, job, 1, [
+      { row, channel: body.channel, contactId: contact.id, ...to },
+    ]);
     const attempt = (async () => {
       const outcomes = await this.deps.pipeline.callProvider(send, provider);
       const plan = this.deps.pipeline.plan(send, outcomes);
-      const changed = await this.ledger.submit({ record: plan });
-      if (!Array.isArray(changed)) throw new Error('the ledger answered a record with a send');
+      const changed = await this.recordInLedger(plan);
       return this.deps.pipeline.results(plan, changed).get(row.id)?.row ?? null;
     })();
     const answered = await Promise.race([
@@ -261,14 +255,7 @@ export class MessagesService {
     attempt = 1,
   ): Promise<Map<string, MessageRow>> {
     const results = await this.deps.pipeline.attempt(
-      {
-        accountId,
-        channel,
-        jobId: job.id,
-        lease: job.lease,
-        attempt,
-        messages: queued.map((q) => toOutbound(accountId, q)),
-      },
+      queuedSend(accountId, channel, job, attempt, queued),
       provider,
     );
     const rows = new Map<string, MessageRow>();
@@ -282,6 +269,15 @@ export class MessagesService {
    */
   async failQueued(trx: Tx, accountId: string, ids: string[], reason: string): Promise<void> {
     await this.deps.pipeline.recordFailures(trx, accountId, ids, `sending stopped: ${reason}`);
+  }
+
+  // runLedger answers every item with a result of the item's own kind.
+  private async queueInLedger(request: SendRequest): Promise<QueueResult> {
+    return (await this.ledger.submit({ queue: request })) as QueueResult;
+  }
+
+  private async recordInLedger(plan: RecordPlan): Promise<MessageRow[]> {
+    return (await this.ledger.submit({ record: plan })) as MessageRow[];
   }
 
   /**
@@ -354,6 +350,7 @@ export class MessagesService {
       const first = requests[group[0]!.index]!;
       const queued = await this.queue(trx, first.scope.accountId, {
         channel: first.channel,
+        // Each recipient carries its own message; the batch's is only the default `queue` asks.
         message: group[0]!.recipient.message!,
         broadcastId: null,
         recipients: group.map((g) => g.recipient),
@@ -742,6 +739,24 @@ interface TemplateRef {
   name: string;
   language: string;
   params: string[];
+}
+
+/** An attempt at queued messages under their send job's claim (see SendPipeline). */
+function queuedSend(
+  accountId: string,
+  channel: Channel,
+  job: { id: string; lease: Date },
+  attempt: number,
+  queued: QueuedMessage[],
+): QueuedSend {
+  return {
+    accountId,
+    channel,
+    jobId: job.id,
+    lease: job.lease,
+    attempt,
+    messages: queued.map((q) => toOutbound(accountId, q)),
+  };
 }
 
 /** What the provider is given for a queued message. */

@@ -1,23 +1,13 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import type { ChannelProvider, OutboundMessage } from '../../src/channels/channel.js';
 import { createPrivateDatabase, newAccount, startTestApp, type TestApp } from '../helpers.js';
 import { createContact, createTemplate, receive } from '../inbox-helpers.js';
+import { slowProvider } from './slow-provider.js';
 
 // Concurrent API sends share their bookkeeping transactions (the send ledger): these tests send
 // many at once, with answers that differ per request, and check that each request gets its own.
 
-const calls: OutboundMessage[] = [];
-// Answers after a pause, so that sends pile up and are queued and recorded in groups. Named as
-// the sandbox, which addresses every contact.
-const slow: ChannelProvider = {
-  name: 'sandbox',
-  send: async (m) => {
-    calls.push(m);
-    await new Promise((r) => setTimeout(r, 15));
-    return { status: 'accepted', providerMessageId: `p_${m.messageId}` };
-  },
-};
+const { provider: slow, calls } = slowProvider(15);
 
 let t: TestApp;
 let drop: () => Promise<void>;

@@ -1,23 +1,13 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import type { ChannelProvider, OutboundMessage } from '../../src/channels/channel.js';
 import { newAccount, startTestApp, type TestApp } from '../helpers.js';
 import { createContact } from '../inbox-helpers.js';
+import { slowProvider } from './slow-provider.js';
 
-// A provider that answers every send after a short pause, so that many are in flight at once
-// and their answers are recorded together; it refuses one recipient for good.
+// Many sends in flight at once, their answers recorded together; one recipient refused for good.
 const REFUSED_PHONE_SUFFIX = '9999';
-const calls: OutboundMessage[] = [];
-// Named as the sandbox, which addresses every contact (a real provider needs an identity).
-const slow: ChannelProvider = {
-  name: 'sandbox',
-  send: async (m) => {
-    calls.push(m);
-    await new Promise((r) => setTimeout(r, 20));
-    return m.to.phone?.endsWith(REFUSED_PHONE_SUFFIX)
-      ? { status: 'failed', reason: '(#131026) Message undeliverable' }
-      : { status: 'accepted', providerMessageId: `p_${m.messageId}` };
-  },
-};
+const { provider: slow, calls } = slowProvider(20, (m) =>
+  m.to.phone?.endsWith(REFUSED_PHONE_SUFFIX) ? '(#131026) Message undeliverable' : null,
+);
 
 let t: TestApp;
 beforeAll(async () => {
