@@ -93,6 +93,7 @@ import { webchatRoutes, type WebchatLimits } from './channels/webchat/webchat.ro
 import { WebchatService } from './channels/webchat/webchat.service.js';
 import { VisitorTokens } from './channels/webchat/visitor-token.js';
 import { widgetRoute } from './channels/webchat/widget.route.js';
+import { AppError } from './errors.js';
 
 export const BODY_LIMIT = 1024 * 1024;
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -324,6 +325,10 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
         await messages.receive(scope, m);
         return 'recorded';
       },
+      receiveMany: async (scope, ms) =>
+        (await messages.receiveMany(scope, ms)).map((r) =>
+          r instanceof AppError ? r : ('recorded' as const),
+        ),
       knowsIdentity: (scope, who) => messages.knowsIdentity(scope, who),
       applyStatusUpTo: (scope, report) => messages.applyStatusUpTo(scope, report),
       applyProviderStatus: async (scope, u) =>
@@ -417,7 +422,11 @@ export async function buildApp(
     frameworkErrors: answerRouterError,
   });
   app.setValidatorCompiler(validatorCompiler);
-  app.addHook('onClose', () => services.graph.close());
+  // Webhooks being processed right after their storage finish before Graph's client closes.
+  app.addHook('onClose', async () => {
+    await services.inbound.settled();
+    await services.graph.close();
+  });
   // Open event streams would keep close() waiting forever: they end first (clients reconnect).
   app.addHook('preClose', (done) => {
     services.eventStreams.closeAll();

@@ -59,16 +59,25 @@ export class BroadcastStats implements MessageObserver {
   async inboundReceived(
     trx: Tx,
     accountId: string,
-    conversationId: string,
+    conversationIds: string[],
     at: Date,
   ): Promise<void> {
+    const replies = new Map<string, number>();
     for (const broadcastId of await this.deps.broadcasts.markReplied(
       trx,
       accountId,
-      conversationId,
+      conversationIds,
       at,
-    )) {
-      await this.deps.broadcasts.addStats(trx, accountId, broadcastId, { replied: 1 }, at);
-    }
+    ))
+      replies.set(broadcastId, (replies.get(broadcastId) ?? 0) + 1);
+    // In id order, as outboundChanged locks them.
+    for (const broadcastId of [...replies.keys()].sort())
+      await this.deps.broadcasts.addStats(
+        trx,
+        accountId,
+        broadcastId,
+        { replied: replies.get(broadcastId)! },
+        at,
+      );
   }
 }

@@ -191,14 +191,15 @@ export class BroadcastsRepository {
   async markReplied(
     trx: Tx,
     accountId: string,
-    conversationId: string,
+    conversationIds: string[],
     now: Date,
   ): Promise<string[]> {
+    if (conversationIds.length === 0) return [];
     const rows = await trx
       .updateTable('broadcast_recipients')
       .set({ replied_at: now })
       .where('account_id', '=', accountId)
-      .where('conversation_id', '=', conversationId)
+      .where('conversation_id', '=', (eb) => eb.fn.any(eb.val(conversationIds)))
       .where('replied_at', 'is', null)
       .where('message_id', 'is not', null)
       .returning('broadcast_id')

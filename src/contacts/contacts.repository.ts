@@ -186,6 +186,51 @@ export class ContactsRepository {
     return inserted !== undefined;
   }
 
+  /**
+   * Inserts these rows (of one account) except where the phone is taken (race-safe, as
+   * insertIfPhoneFree); returns the ids inserted. Rows go in phone order, the order every
+   * multi-row insert of contacts takes, so that two of them never wait on each other's phones.
+   */
+  async insertManyIfPhoneFree(trx: Tx, rows: ContactRow[]): Promise<Set<string>> {
+    if (rows.length === 0) return new Set();
+    const sorted = [...rows].sort((a, b) =>
+      a.phone! < b.phone! ? -1 : a.phone! > b.phone! ? 1 : 0,
+    );
+    const inserted = await trx
+      .insertInto('contacts')
+      .values(sorted.map((row) => ({ ...row, custom_fields: JSON.stringify(row.custom_fields) })))
+      .onConflict((oc) => oc.columns(['account_id', 'phone']).doNothing())
+      .returning('id')
+      .execute();
+    return new Set(inserted.map((r) => r.id));
+  }
+
+  /**
+   * The contacts with these phones, held as lockByPhone holds them, locked in id order. Each
+   * phone and then each id is looked up by its unique index on its own: a plan that cannot
+   * drift, whatever the table's statistics say (`phone = ANY(...)` is otherwise planned on the
+   * trigram index, ~1 ms a phone, or on a scan of the whole account while statistics are stale).
+   * A contact whose phone changed meanwhile comes back with its new phone.
+   */
+  async lockManyByPhone(trx: Tx, accountId: string, phones: string[]): Promise<ContactRecord[]> {
+    if (phones.length === 0) return [];
+    const rows = await sql<ContactRecord>`
+      WITH wanted AS MATERIALIZED (
+        SELECT DISTINCT c.id FROM unnest(${phones}::text[]) AS p(phone)
+        CROSS JOIN LATERAL (
+          SELECT id FROM contacts WHERE account_id = ${accountId} AND phone = p.phone OFFSET 0
+        ) c
+      )
+      SELECT ${sql.join(CONTACT_COLUMNS.map((c) => sql.ref(`l.${c}`)))}, l.identities
+      FROM (SELECT id FROM wanted ORDER BY id) w
+      CROSS JOIN LATERAL (
+        SELECT ${sql.join(CONTACT_COLUMNS.map((c) => sql.ref(c)))}, ${IDENTITIES}
+        FROM contacts WHERE account_id = ${accountId} AND id = w.id
+        FOR KEY SHARE
+      ) l`.execute(trx);
+    return rows.rows;
+  }
+
   async findByPhone(trx: Tx, accountId: string, phone: string): Promise<ContactRow | undefined> {
     return trx
       .selectFrom('contacts')

@@ -55,7 +55,7 @@ function checkExternalId(externalId: string): string {
   return externalId;
 }
 
-function checkPhone(phone: string): string {
+export function checkPhone(phone: string): string {
   if (!isValidE164(phone)) {
     throw new ValidationError('phone', 'must be a valid E.164 number such as +14155550123');
   }
@@ -189,6 +189,41 @@ export class ContactsService {
       // The contact that had the phone was merged into another or deleted while we waited.
     }
     throw new Error(`the contact with phone ${phone} kept changing while it was looked up`);
+  }
+
+  /**
+   * findOrCreateByPhone for several senders at once (one account, valid E.164 phones, the first
+   * name given for a phone wins): the contacts keyed by phone, each new one with its
+   * `contact.created` event, every one held until the transaction ends. A few statements
+   * however many phones.
+   */
+  async findOrCreateManyByPhone(
+    trx: Tx,
+    accountId: string,
+    senders: { phone: string; name: string | null }[],
+  ): Promise<Map<string, Contact>> {
+    const names = new Map<string, string | null>();
+    for (const s of senders) if (!names.has(checkPhone(s.phone))) names.set(s.phone, s.name);
+    const found = new Map<string, Contact>();
+    for (let attempt = 0; attempt < LOOKUP_ATTEMPTS && found.size < names.size; attempt++) {
+      const missing = [...names].filter(([phone]) => !found.has(phone));
+      const rows = missing.map(([phone, name]) => this.newRow(accountId, phone, name));
+      const inserted = await this.deps.contacts.insertManyIfPhoneFree(trx, rows);
+      const created = rows.filter((row) => inserted.has(row.id)).map((row) => toContact(row));
+      for (const contact of created) found.set(contact.phone!, contact);
+      await this.deps.outbox.recordMany(
+        trx,
+        accountId,
+        created.map((data) => ({ type: 'contact.created' as const, data })),
+      );
+      const taken = missing.map(([phone]) => phone).filter((phone) => !found.has(phone));
+      for (const row of await this.deps.contacts.lockManyByPhone(trx, accountId, taken))
+        if (row.phone !== null && names.has(row.phone)) found.set(row.phone, toContact(row));
+      // A phone still missing had a contact that was merged into another or deleted meanwhile.
+    }
+    if (found.size < names.size)
+      throw new Error('contacts kept changing while their phones were looked up');
+    return found;
   }
 
   /**

@@ -52,8 +52,11 @@ export class ConversationsRepository {
     contactIds: string[],
     channel: Channel,
     now: Date,
+    opts: { inbound?: boolean } = {},
   ): Promise<Map<string, ConversationRow>> {
     if (contactIds.length === 0) return new Map();
+    // The contacts wrote: their 24-hour windows open now too.
+    const lastInbound = opts.inbound ? now : null;
     const rows = await trx
       .insertInto('conversations')
       .values(
@@ -65,7 +68,7 @@ export class ConversationsRepository {
           status: 'open' as const,
           assignee_type: null,
           assignee_id: null,
-          last_inbound_at: null,
+          last_inbound_at: lastInbound,
           created_at: now,
           updated_at: now,
         })),
@@ -73,7 +76,11 @@ export class ConversationsRepository {
       .onConflict((oc) =>
         oc
           .columns(['account_id', 'contact_id', 'channel'])
-          .doUpdateSet({ status: 'open', updated_at: now }),
+          .doUpdateSet(
+            lastInbound
+              ? { status: 'open', updated_at: now, last_inbound_at: lastInbound }
+              : { status: 'open', updated_at: now },
+          ),
       )
       .returningAll()
       .execute();

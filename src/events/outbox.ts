@@ -32,4 +32,33 @@ export class Outbox {
       WHERE account_id = ${accountId} AND status = 'active' AND ${type} = ANY(events)`.execute(trx);
     return id;
   }
+
+  /**
+   * Several events of one account, in this order, with their deliveries: one statement however
+   * many. Returns their ids.
+   */
+  async recordMany<E extends EventType>(
+    trx: Tx,
+    accountId: string,
+    events: { type: E; data: EventPayloads[E] }[],
+  ): Promise<string[]> {
+    if (events.length === 0) return [];
+    const ids = events.map(() => newId('evt'));
+    const now = this.clock.now();
+    await sql`
+      WITH event AS (
+        INSERT INTO events (account_id, id, type, data, created_at)
+        SELECT ${accountId}, e.id, e.type, e.data::json, ${now}
+        FROM unnest(${ids}::text[], ${events.map((e) => e.type)}::text[],
+                    ${events.map((e) => JSON.stringify(e.data))}::text[]) AS e(id, type, data)
+        RETURNING id, type
+      )
+      INSERT INTO webhook_deliveries (account_id, webhook_id, event_id, event_type, state, next_attempt_at, created_at, updated_at)
+      SELECT w.account_id, w.id, event.id, event.type, 'pending', ${now}, ${now}, ${now}
+      FROM event JOIN webhooks w
+        ON w.account_id = ${accountId} AND w.status = 'active' AND event.type = ANY(w.events)`.execute(
+      trx,
+    );
+    return ids;
+  }
 }

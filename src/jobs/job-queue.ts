@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Clock } from '../clock.js';
-import type { Tx } from '../db/database.js';
+import type { Db, Tx } from '../db/database.js';
 import { newId } from '../ids.js';
 
 /** Job kind → its payload: ids and a version, never copies of data. */
@@ -79,7 +79,10 @@ export class JobQueue {
   }
 
   /** Deletes finished jobs their callers hold (each under its lease), in one statement. */
-  async finishMany(trx: Tx, jobs: { accountId: string; id: string; lease: Date }[]): Promise<void> {
+  async finishMany(
+    trx: Tx | Db,
+    jobs: { accountId: string; id: string; lease: Date }[],
+  ): Promise<void> {
     if (jobs.length === 0) return;
     await sql`
       DELETE FROM jobs j
@@ -95,7 +98,7 @@ export class JobQueue {
    * released to run again at `retryAt`. A caller whose lease was taken over changes nothing.
    */
   async settle(
-    trx: Tx,
+    trx: Tx | Db,
     accountId: string,
     id: string,
     lease: Date,

@@ -1,8 +1,9 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { sql } from 'kysely';
 import type { Clock } from '../clock.js';
+import { Batcher } from '../db/batcher.js';
 import type { Db, Tx } from '../db/database.js';
-import type { JobKind, JobPayloads } from './job-queue.js';
+import { JobQueue, type JobKind, type JobPayloads } from './job-queue.js';
 import { PollLoop } from './poll-loop.js';
 
 export interface ClaimedJob<K extends JobKind = JobKind> {
@@ -61,12 +62,32 @@ export class JobRunner {
   /** The lease each claim set: the job is this runner's only while locked_until still equals it. */
   private readonly leases = new WeakMap<ClaimedJob, Date>();
   private readonly loop: PollLoop;
+  /**
+   * Jobs finished at the same time are deleted together (group commit): a runner busy with
+   * short jobs would otherwise spend a round trip on each one's deletion.
+   */
+  private readonly finished: Batcher<ClaimedJob, void>;
 
   constructor(private readonly opts: JobRunnerOptions) {
     for (const h of opts.handlers) this.handlers.set(h.kind, h);
     this.leaseMs = opts.leaseMs ?? 60_000;
     this.concurrency = opts.concurrency ?? 32;
     this.pollIntervalMs = opts.pollIntervalMs ?? 100;
+    const queue = new JobQueue(opts.clock);
+    this.finished = new Batcher<ClaimedJob, void>(
+      async (jobs) => {
+        await queue.finishMany(
+          opts.db,
+          jobs.map((job) => ({
+            accountId: job.accountId,
+            id: job.id,
+            lease: this.leases.get(job)!,
+          })),
+        );
+        return jobs.map(() => undefined);
+      },
+      { maxBatch: 500, maxConcurrent: 2 },
+    );
     this.loop = new PollLoop(
       async () => (await this.claimAndStart()) > 0 && this.inFlight.size < this.concurrency,
       this.pollIntervalMs,
@@ -258,11 +279,6 @@ export class JobRunner {
 
   /** Only while this runner's lease still stands: a runner that lost it must not touch the job. */
   private async finish(job: ClaimedJob): Promise<void> {
-    await this.opts.db
-      .deleteFrom('jobs')
-      .where('account_id', '=', job.accountId)
-      .where('id', '=', job.id)
-      .where('locked_until', '=', this.leases.get(job)!)
-      .execute();
+    await this.finished.submit(job);
   }
 }

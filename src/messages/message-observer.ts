@@ -13,6 +13,6 @@ export interface MessageObserver {
     accountId: string,
     changes: { row: MessageRow; from: MessageStatus }[],
   ): Promise<void>;
-  /** The contact wrote on the conversation. */
-  inboundReceived(trx: Tx, accountId: string, conversationId: string, at: Date): Promise<void>;
+  /** The contact wrote on these conversations. */
+  inboundReceived(trx: Tx, accountId: string, conversationIds: string[], at: Date): Promise<void>;
 }

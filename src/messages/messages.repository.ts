@@ -64,6 +64,26 @@ export class MessagesRepository {
   }
 
   /**
+   * Inserts inbound messages, skipping any whose provider id is already recorded (a concurrent
+   * delivery of the same webhook); returns the ids of the rows inserted.
+   */
+  async insertInboundMany(trx: Tx, rows: MessageRow[]): Promise<Set<string>> {
+    if (rows.length === 0) return new Set();
+    const inserted = await trx
+      .insertInto('messages')
+      .values(rows.map(forInsert))
+      .onConflict((oc) =>
+        oc
+          .columns(['account_id', 'provider_message_id'])
+          .where('provider_message_id', 'is not', null)
+          .doNothing(),
+      )
+      .returning('id')
+      .execute();
+    return new Set(inserted.map((r) => r.id));
+  }
+
+  /**
    * Records provider answers on messages still `queued` (a message a report already moved on
    * keeps its status, but learns its provider id), in one statement; returns what changed.
    */
@@ -193,6 +213,22 @@ export class MessagesRepository {
       .where('account_id', '=', accountId)
       .where('provider_message_id', '=', providerMessageId)
       .executeTakeFirst();
+  }
+
+  /** The account's messages with these provider ids, keyed by provider id. */
+  async findByProviderIds(
+    trx: Tx | Db,
+    accountId: string,
+    providerMessageIds: string[],
+  ): Promise<Map<string, MessageRow>> {
+    if (providerMessageIds.length === 0) return new Map();
+    const rows = await trx
+      .selectFrom('messages')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .where('provider_message_id', 'in', providerMessageIds)
+      .execute();
+    return new Map(rows.map((r) => [r.provider_message_id!, r]));
   }
 
   async find(

@@ -10,7 +10,7 @@ import { Batcher } from '../db/batcher.js';
 import { templatesBypassWindow } from '../channels/meta-pages/window.js';
 import { addressOn } from '../contacts/identities.js';
 import type { Clock } from '../clock.js';
-import type { ContactsService } from '../contacts/contacts.service.js';
+import { checkPhone, type ContactsService } from '../contacts/contacts.service.js';
 import type { Tx } from '../db/database.js';
 import type { Channel } from '../db/schema.js';
 import type { Scope, Transactor } from '../db/transactor.js';
@@ -121,6 +121,19 @@ function outsideWindow(channel: Channel, templatesAllowed: boolean): AppError {
         422,
         [{ field: 'contact_id', issue: 'has not written in the last 24 hours' }],
       );
+}
+
+/** An inbound message from a sender known by phone (see MessagesService.receiveMany). */
+export type PhoneInboundMessage = InboundMessage & {
+  from: { phone: string; name?: string | null };
+};
+
+/** What every inbound message needs: its text, or its file. */
+function checkInbound(inbound: InboundMessage): void {
+  if (inbound.type === 'text' && inbound.content === null)
+    throw new ValidationError('content', 'is required when type is text');
+  if (inbound.type !== 'text' && inbound.mediaUrl === null)
+    throw new ValidationError('media_url', `is required when type is ${inbound.type}`);
 }
 
 /** What may accompany each message type: a field outside its type is a mistake worth reporting. */
@@ -522,10 +535,7 @@ export class MessagesService {
    * first recorded is returned and nothing else happens.
    */
   async receive(scope: Scope, inbound: InboundMessage): Promise<Message> {
-    if (inbound.type === 'text' && inbound.content === null)
-      throw new ValidationError('content', 'is required when type is text');
-    if (inbound.type !== 'text' && inbound.mediaUrl === null)
-      throw new ValidationError('media_url', `is required when type is ${inbound.type}`);
+    checkInbound(inbound);
     const providerId = inbound.providerMessageId ?? null;
     if (providerId !== null) {
       const seen = await this.deps.messages.findByProviderId(
@@ -593,11 +603,138 @@ export class MessagesService {
         last_inbound_at: now,
         updated_at: now,
       });
-      await this.deps.observer.inboundReceived(trx, scope.accountId, conversation.id, now);
+      await this.deps.observer.inboundReceived(trx, scope.accountId, [conversation.id], now);
       const message = toMessage(row);
       await this.deps.outbox.record(trx, scope.accountId, 'message.received', message);
       return message;
     });
+  }
+
+  /**
+   * Inbound messages from senders known by phone (a provider webhook's, or several webhooks'),
+   * recorded as `receive` records each but together: one transaction per account and channel,
+   * a few statements however many messages, in the order given. Each result is the message (as
+   * first recorded, for a provider id already known) or the error that refused it (a phone that
+   * is no phone); a database failure fails the whole call, and nothing of it is kept.
+   */
+  async receiveMany(
+    scope: Scope,
+    inbound: PhoneInboundMessage[],
+  ): Promise<Array<Message | AppError>> {
+    const results: Array<Message | AppError | undefined> = inbound.map((m) => {
+      try {
+        checkInbound(m);
+        checkPhone(m.from.phone);
+        return undefined;
+      } catch (err) {
+        if (err instanceof AppError) return err;
+        throw err;
+      }
+    });
+    const providerIds = inbound.flatMap((m) => (m.providerMessageId ? [m.providerMessageId] : []));
+    const seen = await this.deps.messages.findByProviderIds(
+      this.deps.tx.db,
+      scope.accountId,
+      providerIds,
+    );
+    const groups = new Map<Channel, number[]>();
+    /** Provider id → the index of its first message in this call; later ones are duplicates. */
+    const firstOf = new Map<string, number>();
+    const duplicates: Array<[number, number]> = [];
+    inbound.forEach((m, i) => {
+      if (results[i] !== undefined) return;
+      const providerId = m.providerMessageId ?? null;
+      const known = providerId === null ? undefined : seen.get(providerId);
+      if (known) {
+        results[i] = toMessage(known);
+        return;
+      }
+      if (providerId !== null) {
+        const first = firstOf.get(providerId);
+        if (first !== undefined) return void duplicates.push([i, first]);
+        firstOf.set(providerId, i);
+      }
+      groups.set(m.channel, [...(groups.get(m.channel) ?? []), i]);
+    });
+    for (const [channel, indexes] of groups) {
+      const recorded = await this.recordInbound(
+        scope,
+        channel,
+        indexes.map((i) => inbound[i]!),
+      );
+      indexes.forEach((i, k) => (results[i] = recorded[k]));
+    }
+    for (const [i, first] of duplicates) results[i] = results[first];
+    return results as Array<Message | AppError>;
+  }
+
+  /** receiveMany's transaction: new messages of one channel, none of them known yet. */
+  private async recordInbound(
+    scope: Scope,
+    channel: Channel,
+    inbound: PhoneInboundMessage[],
+  ): Promise<Message[]> {
+    const { accountId } = scope;
+    const recorded = await this.deps.tx.run(scope, async (trx) => {
+      // Held until the commit, as `receive` holds its contact.
+      const contacts = await this.deps.contacts.findOrCreateManyByPhone(
+        trx,
+        accountId,
+        inbound.map((m) => ({ phone: m.from.phone, name: m.from.name ?? null })),
+      );
+      const now = this.deps.clock.now();
+      const conversations = await this.deps.conversations.openMany(
+        trx,
+        accountId,
+        [...contacts.values()].map((c) => c.id),
+        channel,
+        now,
+        { inbound: true },
+      );
+      const rows: MessageRow[] = inbound.map((m) => ({
+        account_id: accountId,
+        id: newId('msg'),
+        conversation_id: conversations.get(contacts.get(m.from.phone)!.id)!.id,
+        direction: 'inbound',
+        type: m.type,
+        content: m.content,
+        media_url: m.mediaUrl,
+        template_name: null,
+        template_language: null,
+        template_params: null,
+        status: 'delivered',
+        failure_reason: null,
+        provider_message_id: m.providerMessageId ?? null,
+        broadcast_id: null,
+        created_at: now,
+        updated_at: now,
+      }));
+      const inserted = await this.deps.messages.insertInboundMany(trx, rows);
+      const added = rows.filter((r) => inserted.has(r.id));
+      const touched = [...new Set(added.map((r) => r.conversation_id))];
+      await this.deps.observer.inboundReceived(trx, accountId, touched, now);
+      const messages = rows.map(toMessage);
+      await this.deps.outbox.recordMany(
+        trx,
+        accountId,
+        messages
+          .filter((m) => inserted.has(m.id))
+          .map((data) => ({ type: 'message.received' as const, data })),
+      );
+      return { rows, inserted, messages };
+    });
+    // Recorded meanwhile by a concurrent delivery of the same webhook: the first one's message.
+    const lost = recorded.rows.filter((r) => !recorded.inserted.has(r.id));
+    const firsts = await this.deps.messages.findByProviderIds(
+      this.deps.tx.db,
+      accountId,
+      lost.map((r) => r.provider_message_id!),
+    );
+    return recorded.rows.map((row, i) =>
+      recorded.inserted.has(row.id)
+        ? recorded.messages[i]!
+        : toMessage(firsts.get(row.provider_message_id!)!),
+    );
   }
 
   /**

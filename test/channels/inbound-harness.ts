@@ -50,7 +50,9 @@ export interface InboundHarness {
   close(): Promise<void>;
 }
 
-export async function startInboundHarness(opts: { mediaMaxBytes?: number } = {}) {
+export async function startInboundHarness(
+  opts: { mediaMaxBytes?: number; inlineMax?: number } = {},
+) {
   const t = await startTestApp();
   const graph = await startFakeGraph();
   const secretBox = new SecretBox(randomBytes(32));
@@ -73,6 +75,7 @@ export async function startInboundHarness(opts: { mediaMaxBytes?: number } = {})
     jobs: new JobQueue(t.clock),
     sink: {
       receive: (scope, m) => sink.current.receive(scope, m),
+      receiveMany: (scope, ms) => sink.current.receiveMany(scope, ms),
       applyProviderStatus: (scope, u) => sink.current.applyProviderStatus(scope, u),
       knowsIdentity: (scope, who) => sink.current.knowsIdentity(scope, who),
       applyStatusUpTo: (scope, r) => sink.current.applyStatusUpTo(scope, r),
@@ -87,6 +90,8 @@ export async function startInboundHarness(opts: { mediaMaxBytes?: number } = {})
     mediaMaxBytes: opts.mediaMaxBytes ?? 16 * 1024 * 1024,
     clock: t.clock,
     log: app.log,
+    // These tests drive the stored webhooks' jobs themselves (the e2e tests run them in-process).
+    inlineMax: opts.inlineMax ?? 0,
   });
 
   app.setValidatorCompiler(validatorCompiler);
@@ -116,14 +121,16 @@ export async function startInboundHarness(opts: { mediaMaxBytes?: number } = {})
     testSink: defaultSink,
     templateReports,
     secretBox,
-    drain: (accountId) =>
-      new JobRunner({
+    drain: async (accountId) => {
+      await inbound.settled();
+      return new JobRunner({
         db: t.db,
         clock: t.clock,
         log: app.log,
         handlers: [handler] as never,
         accountId,
-      }).drain(),
+      }).drain();
+    },
     close: async () => {
       await app.close();
       await rateLimiter.close();

@@ -9,7 +9,7 @@ import { ConversationsRepository } from '../../src/conversations/conversations.r
 import type { Db } from '../../src/db/database.js';
 import type { Channel } from '../../src/db/schema.js';
 import type { Scope } from '../../src/db/transactor.js';
-import { ValidationError } from '../../src/errors.js';
+import { AppError, ValidationError } from '../../src/errors.js';
 import { Outbox } from '../../src/events/outbox.js';
 import { newId } from '../../src/ids.js';
 import type { MessageRow } from '../../src/messages/messages.repository.js';
@@ -48,6 +48,24 @@ export class TestMessagesSink implements InboundSink {
     this.messages = new MessagesRepository(db);
     this.broadcasts = new BroadcastsRepository(db);
     this.outbox = new Outbox(clock);
+  }
+
+  /** One `receive` after another (the real sink records them in one transaction). */
+  async receiveMany(
+    scope: Scope,
+    messages: SinkInboundMessage[],
+  ): Promise<Array<'recorded' | AppError>> {
+    const results: Array<'recorded' | AppError> = [];
+    for (const m of messages) {
+      try {
+        await this.receive(scope, m);
+        results.push('recorded');
+      } catch (err) {
+        if (!(err instanceof AppError)) throw err;
+        results.push(err);
+      }
+    }
+    return results;
   }
 
   async receive(scope: Scope, inbound: SinkInboundMessage): Promise<'recorded' | 'duplicate'> {
@@ -121,7 +139,7 @@ export class TestMessagesSink implements InboundSink {
         for (const broadcastId of await this.broadcasts.markReplied(
           trx,
           accountId,
-          conversation.id,
+          [conversation.id],
           now,
         ))
           await this.broadcasts.addStats(trx, accountId, broadcastId, { replied: 1 }, now);

@@ -153,8 +153,12 @@ export const business = (c: Connected) => ({
   businessAccountId: c.businessAccountId,
 });
 
-/** Runs the account's due jobs (every kind the service has) until none is left. */
-export function drain(e: E2E, accountId: string): Promise<number> {
+/**
+ * Waits for the webhooks the app is processing right after storing them, then runs the
+ * account's due jobs (every kind the service has) until none is left.
+ */
+export async function drain(e: E2E, accountId: string): Promise<number> {
+  await e.t.services.inbound.settled();
   return new JobRunner({
     db: e.t.db,
     clock: e.t.clock,

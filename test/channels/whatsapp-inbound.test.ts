@@ -288,6 +288,9 @@ describe('POST /channels/{id}/webhook: signature and durable storage', () => {
       receive: async () => {
         throw new Error('database hiccup');
       },
+      receiveMany: async () => {
+        throw new Error('database hiccup');
+      },
       applyProviderStatus: real.applyProviderStatus.bind(real),
       knowsIdentity: real.knowsIdentity.bind(real),
       applyStatusUpTo: real.applyStatusUpTo.bind(real),

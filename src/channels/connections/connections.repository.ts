@@ -38,6 +38,12 @@ export class ConnectionsRepository {
       .executeTakeFirst();
   }
 
+  /** By ids alone (several webhooks' connections in one round trip). */
+  async findManyById(ids: string[]): Promise<ConnectionRow[]> {
+    if (ids.length === 0) return [];
+    return this.db.selectFrom('channel_connections').selectAll().where('id', 'in', ids).execute();
+  }
+
   /**
    * Connects the channel, or replaces its connection's settings, keeping its id and its verify
    * token (Meta's dashboard holds a copy of the token; two racing first connections keep one).

@@ -1,5 +1,6 @@
 import type { Channel } from '../../db/schema.js';
 import type { Scope } from '../../db/transactor.js';
+import type { AppError } from '../../errors.js';
 
 /**
  * What a provider webhook says happened, in our words: the provider mappers (WhatsApp today)
@@ -98,6 +99,11 @@ export interface SinkInboundMessage {
   providerMessageId: string;
 }
 
+/** An inbound message from a sender known by phone. */
+export type PhoneSinkMessage = SinkInboundMessage & {
+  from: { phone: string; name: string | null };
+};
+
 /**
  * Where inbound provider webhooks land: implemented by the messages module (MessagesService),
  * so that provider messages and statuses take the same path, and emit the same events, as
@@ -112,6 +118,13 @@ export interface InboundSink {
    * AppError (4xx) for input that can never be recorded (a phone that is not a phone).
    */
   receive(scope: Scope, message: SinkInboundMessage): Promise<'recorded' | 'duplicate'>;
+  /**
+   * Records several messages from senders known by phone as `receive` records each, together:
+   * one transaction for them all (per channel), in order. Each result is `recorded` (a provider
+   * id already recorded included) or the error (4xx) that refused that message; a database
+   * failure rejects the whole call, with nothing of it kept.
+   */
+  receiveMany(scope: Scope, messages: PhoneSinkMessage[]): Promise<Array<'recorded' | AppError>>;
   /**
    * Moves the outbound message with this provider id forward (DESIGN §2: sent → delivered →
    * read, failed from sent or delivered), with its events; `unchanged` when it is already

@@ -1,5 +1,5 @@
 import type { JobHandler } from '../../jobs/job-runner.js';
-import type { InboundWebhooksService } from './inbound.service.js';
+import { INBOUND_RETRY_DELAYS_MS, type InboundWebhooksService } from './inbound.service.js';
 
 /**
  * `channel.inbound`: processes one stored provider webhook. Waiting for media and unknown
@@ -10,7 +10,7 @@ import type { InboundWebhooksService } from './inbound.service.js';
 export function inboundWebhookJob(service: InboundWebhooksService): JobHandler<'channel.inbound'> {
   return {
     kind: 'channel.inbound',
-    retryDelaysMs: [1_000, 5_000, 30_000, 120_000, 600_000, 3_600_000, 6 * 3_600_000],
+    retryDelaysMs: INBOUND_RETRY_DELAYS_MS,
     handle: (job) => service.process(job.accountId, job.payload.webhook_id, job.attempts),
   };
 }

@@ -1,4 +1,4 @@
-import type { Selectable } from 'kysely';
+import { sql, type Selectable } from 'kysely';
 import type { Db, Tx } from '../../db/database.js';
 import type { InboundWebhooksTable } from '../../db/schema.js';
 
@@ -19,6 +19,25 @@ export class InboundWebhooksRepository {
       .where('account_id', '=', accountId)
       .where('id', '=', id)
       .executeTakeFirst();
+  }
+
+  /** The stored webhooks with these ids (of their accounts); absent ones are missing. */
+  async findMany(keys: { accountId: string; id: string }[]): Promise<InboundWebhookRow[]> {
+    if (keys.length === 0) return [];
+    const rows = await sql<InboundWebhookRow>`
+      SELECT w.* FROM inbound_webhooks w
+      JOIN unnest(${keys.map((k) => k.accountId)}::text[], ${keys.map((k) => k.id)}::text[])
+        AS k(account_id, id) ON w.account_id = k.account_id AND w.id = k.id`.execute(this.db);
+    return rows.rows;
+  }
+
+  async markProcessedMany(keys: { accountId: string; id: string }[], now: Date): Promise<void> {
+    if (keys.length === 0) return;
+    await sql`
+      UPDATE inbound_webhooks w SET processed_at = ${now}
+      FROM unnest(${keys.map((k) => k.accountId)}::text[], ${keys.map((k) => k.id)}::text[])
+        AS k(account_id, id)
+      WHERE w.account_id = k.account_id AND w.id = k.id`.execute(this.db);
   }
 
   async markProcessed(accountId: string, id: string, now: Date): Promise<void> {

@@ -22,6 +22,7 @@ import { parseWhatsAppWebhook } from '../whatsapp/inbound.js';
 import type {
   InboundSink,
   ProviderInboundMessage,
+  PhoneSinkMessage,
   ProviderWebhookContent,
   TemplateStatusListener,
 } from './inbound-sink.js';
@@ -37,8 +38,57 @@ import { isValidHubSignature, sameSecret } from './signature.js';
  */
 export const INBOUND_WAIT_DELAYS_MS = [2_000, 10_000, 30_000, 120_000, 600_000];
 
+/**
+ * Delays between attempts after unexpected failures (the database away); past the last one the
+ * job is kept dead and its webhook stays unprocessed (`processed_at` null) with its bytes.
+ */
+export const INBOUND_RETRY_DELAYS_MS = [
+  1_000,
+  5_000,
+  30_000,
+  120_000,
+  600_000,
+  3_600_000,
+  6 * 3_600_000,
+];
+
+/**
+ * Webhooks a process works on right after storing them, at most (see storeMany); past this,
+ * new ones wait for the job runners, so that a flood costs rows, not memory.
+ */
+const INLINE_MAX = 1_000;
+
+/**
+ * The lease on a webhook's job while the process that stored it works on it: should that
+ * process die, a runner takes the job over when the lease ends.
+ */
+const INLINE_LEASE_MS = 60_000;
+
 /** How many senders' looked-up names a process remembers (see `senderName`). */
 const NAMES_KEPT = 10_000;
+
+/** Webhooks processed together at most (the job runner runs up to 32 at once). */
+const PROCESS_GROUP_MAX = 64;
+
+/** One stored webhook's processing, as its job asks for it. */
+interface ProcessItem {
+  accountId: string;
+  webhookId: string;
+  /** The job's attempt, from 1. */
+  attempt: number;
+}
+
+/** How processing a webhook ended, or why it failed (thrown back to its job alone). */
+type ProcessResult = { outcome: JobOutcome } | { error: unknown };
+
+/** A webhook whose messages are all plain (see plainMessages), on its way to receiveMany. */
+interface PlainWebhook {
+  /** Its place in the group. */
+  index: number;
+  key: { accountId: string; id: string };
+  messages: PhoneSinkMessage[];
+  log: FastifyBaseLogger;
+}
 
 export interface VerificationQuery {
   'hub.mode'?: string;
@@ -67,6 +117,36 @@ export class InboundWebhooksService {
     maxConcurrent: 2,
   });
 
+  /** Webhooks this process is working on right after storing them (see storeMany). */
+  private inline = 0;
+  private readonly whenSettled: Array<() => void> = [];
+
+  /** Jobs of webhooks processed in-process, deleted together once done. */
+  private readonly finishedJobs = new Batcher<{ accountId: string; id: string; lease: Date }, void>(
+    async (jobs) => {
+      await this.deps.jobs.finishMany(this.deps.tx.db, jobs);
+      return jobs.map(() => undefined);
+    },
+    { maxBatch: 500, maxConcurrent: 2 },
+  );
+
+  /** Connections looked up by concurrent deliveries, read in one statement. */
+  private readonly connectionById = new Batcher<string, ConnectionRow | undefined>(
+    async (ids) => {
+      const rows = new Map(
+        (await this.deps.connections.findManyById([...new Set(ids)])).map((c) => [c.id, c]),
+      );
+      return ids.map((id) => rows.get(id));
+    },
+    { maxBatch: 200, maxConcurrent: 2 },
+  );
+
+  /** Webhooks processed at the same time, processed together (see processGroup). */
+  private readonly processing = new Batcher<ProcessItem, ProcessResult>(
+    (items) => this.processGroup(items),
+    { maxBatch: PROCESS_GROUP_MAX, maxConcurrent: 2 },
+  );
+
   constructor(
     private readonly deps: {
       tx: Transactor;
@@ -82,12 +162,17 @@ export class InboundWebhooksService {
       mediaMaxBytes: number;
       clock: Clock;
       log: FastifyBaseLogger;
+      /**
+       * How many stored webhooks this process works on at once right after their commit
+       * (default 1,000); 0 leaves every one to the job runners.
+       */
+      inlineMax?: number;
     },
   ) {}
 
   /** Meta's subscription handshake: the challenge back when the verify token matches. */
   async verify(connectionId: string, query: VerificationQuery): Promise<string> {
-    const connection = await this.deps.connections.findById(connectionId);
+    const connection = await this.connectionById.submit(connectionId);
     if (!connection || connection.verify_token === null) throw new NotFound('channel connection');
     const token = query['hub.verify_token'];
     const challenge = query['hub.challenge'];
@@ -108,7 +193,7 @@ export class InboundWebhooksService {
    * stored with its processing job in one transaction. Nothing is recorded for a bad signature.
    */
   async accept(connectionId: string, body: Buffer, signature: string | undefined): Promise<void> {
-    const connection = await this.deps.connections.findById(connectionId);
+    const connection = await this.connectionById.submit(connectionId);
     if (!connection) throw new NotFound('channel connection');
     const appSecret = this.appSecretOf(connection);
     if (appSecret === null) throw new NotFound('channel connection');
@@ -129,78 +214,254 @@ export class InboundWebhooksService {
     });
   }
 
-  /** Webhooks accepted meanwhile, stored with their jobs in one transaction. */
+  /**
+   * Webhooks accepted meanwhile, stored with their jobs in one transaction. This process then
+   * works on them at once, their jobs leased to it meanwhile, instead of waiting for a runner to
+   * claim them: the job is the webhook's safety net (a crash, a retry), not its way in. Past
+   * INLINE_MAX webhooks in progress, new ones are left to the runners.
+   */
   private async storeMany(rows: InboundWebhookRow[]): Promise<void[]> {
-    await this.deps.tx.db.transaction().execute(async (trx) => {
+    const inline = this.inline + rows.length <= (this.deps.inlineMax ?? INLINE_MAX);
+    const lease = new Date(this.deps.clock.now().getTime() + INLINE_LEASE_MS);
+    const jobIds = await this.deps.tx.db.transaction().execute(async (trx) => {
       await this.deps.webhooks.insertMany(trx, rows);
-      await this.deps.jobs.enqueueMany(
+      return this.deps.jobs.enqueueMany(
         trx,
         rows.map((row) => ({
           accountId: row.account_id,
           kind: 'channel.inbound' as const,
           payload: { v: 1 as const, webhook_id: row.id },
+          ...(inline ? { leasedUntil: lease } : {}),
         })),
       );
     });
+    if (inline)
+      rows.forEach((row, i) => {
+        void this.processInline(row.account_id, row.id, { id: jobIds[i]!, lease });
+      });
     return rows.map(() => undefined);
   }
 
   /**
+   * A webhook just stored, processed as its job's first attempt would be, then its job settled
+   * as the runner settles one: deleted when done, released for a later attempt otherwise. Should
+   * even that fail, the job runs again when its lease ends.
+   */
+  private async processInline(
+    accountId: string,
+    webhookId: string,
+    job: { id: string; lease: Date },
+  ): Promise<void> {
+    this.inline++;
+    const log = this.deps.log.child({ webhook: webhookId });
+    try {
+      let outcome: JobOutcome;
+      try {
+        outcome = await this.process(accountId, webhookId, 1);
+      } catch (err) {
+        log.warn({ err }, 'inbound webhook: processing failed; will retry');
+        outcome = {
+          status: 'retry',
+          afterMs: INBOUND_RETRY_DELAYS_MS[0]!,
+          error: err instanceof Error ? err.message : String(err),
+        };
+      }
+      if (outcome.status === 'done') {
+        await this.finishedJobs.submit({ accountId, id: job.id, lease: job.lease });
+      } else {
+        await this.deps.jobs.settle(this.deps.tx.db, accountId, job.id, job.lease, {
+          done: false,
+          retryAt: new Date(this.deps.clock.now().getTime() + outcome.afterMs),
+          error: outcome.status === 'retry' ? outcome.error : '',
+        });
+      }
+    } catch (err) {
+      log.error({ err }, 'inbound webhook: settling its job failed; it runs when its lease ends');
+    } finally {
+      this.inline--;
+      if (this.inline === 0) for (const resolve of this.whenSettled.splice(0)) resolve();
+    }
+  }
+
+  /** Resolves once no webhook is being processed in-process (for shutdown and tests). */
+  settled(): Promise<void> {
+    if (this.inline === 0) return Promise.resolve();
+    return new Promise((resolve) => this.whenSettled.push(resolve));
+  }
+
+  /**
    * Processes one stored webhook. Every effect takes place once however often this runs (messages
-   * by provider id, statuses forward only), so a retry simply runs it again.
+   * by provider id, statuses forward only), so a retry simply runs it again. Webhooks processed
+   * at the same time share their reads, and their plain messages (text from senders known by
+   * phone: WhatsApp's bulk) are recorded together (see processGroup).
    */
   async process(accountId: string, webhookId: string, attempt: number): Promise<JobOutcome> {
-    const row = await this.deps.webhooks.find(accountId, webhookId);
-    if (!row || row.processed_at !== null) return { status: 'done' };
-    const log = this.deps.log.child({ webhook: webhookId });
-    const connection = await this.deps.connections.findById(row.connection_id);
-    const finish = async () => {
-      await this.deps.webhooks.markProcessed(accountId, webhookId, this.deps.clock.now());
-      return { status: 'done' } as const;
-    };
+    const result = await this.processing.submit({ accountId, webhookId, attempt });
+    if ('error' in result) throw result.error;
+    return result.outcome;
+  }
+
+  /**
+   * Webhooks being processed at once: read in one statement with their connections; those that
+   * carry only plain messages have them recorded by the sink's receiveMany (a few statements
+   * for the whole group) and are marked processed in one statement; every other webhook takes
+   * the full path of its own (media, profiles, statuses, waits). A group whose recording fails
+   * is recorded again one webhook at a time, so that one webhook cannot fail another.
+   */
+  private async processGroup(items: ProcessItem[]): Promise<ProcessResult[]> {
+    const keys = items.map((item) => ({ accountId: item.accountId, id: item.webhookId }));
+    const rows = new Map(
+      (await this.deps.webhooks.findMany(keys)).map((r) => [`${r.account_id} ${r.id}`, r]),
+    );
+    const connections = await this.deps.connections.findManyById([
+      ...new Set([...rows.values()].map((r) => r.connection_id)),
+    ]);
+    const connectionById = new Map(connections.map((c) => [c.id, c]));
+    const results: ProcessResult[] = items.map(() => ({ outcome: { status: 'done' } }));
+    const finished: Array<{ accountId: string; id: string }> = [];
+    const plain: PlainWebhook[] = [];
+    const others: Array<Promise<void>> = [];
+    items.forEach((item, i) => {
+      const row = rows.get(`${item.accountId} ${item.webhookId}`);
+      if (!row || row.processed_at !== null) return;
+      const log = this.deps.log.child({ webhook: item.webhookId });
+      const read = this.read(row, connectionById.get(row.connection_id), log);
+      if (read === null) return void finished.push(keys[i]!);
+      const messages = plainMessages(read.connection.channel, read.content);
+      if (messages !== null) return void plain.push({ index: i, key: keys[i]!, messages, log });
+      others.push(
+        this.processContent(item, read.connection, read.content, log).then(
+          (outcome) => void (results[i] = { outcome }),
+          (error: unknown) => void (results[i] = { error }),
+        ),
+      );
+    });
+    try {
+      for (const failure of await this.recordPlain(plain)) {
+        results[failure.index] = { error: failure.error };
+      }
+      const recorded = new Set(plain.map((p) => p.index));
+      for (const [i, result] of results.entries())
+        if (recorded.has(i) && !('error' in result)) finished.push(keys[i]!);
+      await this.deps.webhooks.markProcessedMany(finished, this.deps.clock.now());
+    } finally {
+      // Never answer before the webhooks on their own path are done: a group that failed is
+      // run again, and must not run them twice at once.
+      await Promise.all(others);
+    }
+    return results;
+  }
+
+  /**
+   * Plain webhooks' messages recorded by one receiveMany per account, in webhook order; when a
+   * group fails, each webhook is recorded again alone. Returns the webhooks that failed.
+   */
+  private async recordPlain(
+    plain: PlainWebhook[],
+  ): Promise<Array<{ index: number; error: unknown }>> {
+    const byAccount = new Map<string, PlainWebhook[]>();
+    for (const p of plain)
+      byAccount.set(p.key.accountId, [...(byAccount.get(p.key.accountId) ?? []), p]);
+    const failures: Array<{ index: number; error: unknown }> = [];
+    for (const [accountId, webhooks] of byAccount) {
+      const record = async (group: PlainWebhook[]) => {
+        const messages = group.flatMap((p) => p.messages);
+        const results = await this.deps.sink.receiveMany({ accountId }, messages);
+        let next = 0;
+        for (const p of group)
+          for (const message of p.messages) {
+            const result = results[next++];
+            // Input that can never be recorded (a sender id that is no phone number): retrying
+            // the webhook cannot change that, and must not hold up the rest of it.
+            if (result instanceof AppError)
+              p.log.warn(
+                { message: message.providerMessageId, reason: result.message },
+                'inbound message refused; skipped',
+              );
+          }
+      };
+      try {
+        await record(webhooks);
+      } catch (err) {
+        if (webhooks.length === 1) {
+          failures.push({ index: webhooks[0]!.index, error: err });
+          continue;
+        }
+        for (const p of webhooks)
+          await record([p]).catch((error: unknown) => failures.push({ index: p.index, error }));
+      }
+    }
+    return failures;
+  }
+
+  /**
+   * The webhook's connection and what its body says; null when there is nothing to process (the
+   * connection is gone or cannot take webhooks, or the stored bytes are not JSON), logged.
+   */
+  private read(
+    row: InboundWebhookRow,
+    connection: ConnectionRow | undefined,
+    log: FastifyBaseLogger,
+  ): { connection: ConnectionRow; content: ProviderWebhookContent } | null {
     // A connection removed (or replaced by another provider) since: its webhooks mean nothing now.
-    if (!connection || connection.account_id !== accountId) {
+    if (!connection || connection.account_id !== row.account_id) {
       log.warn('inbound webhook: its connection is gone; skipped');
-      return finish();
+      return null;
     }
     if (connection.provider === 'webchat') {
       log.warn(
         { provider: connection.provider },
         'inbound webhook: no processing for this provider; skipped',
       );
-      return finish();
+      return null;
     }
     let body: unknown;
     try {
       body = JSON.parse(row.body.toString('utf8'));
     } catch {
       log.warn('inbound webhook: stored body is not JSON; skipped');
-      return finish();
+      return null;
     }
     // The ids the connection was made with (the PUT body's phone_number_id, business_account_id,
     // page_id, instagram_account_id).
     const settings = connection.settings;
     const idOf = (v: unknown) => (typeof v === 'string' && v !== '' ? v : null);
-    let content: ProviderWebhookContent;
     switch (connection.provider) {
       case 'whatsapp_cloud':
-        content = parseWhatsAppWebhook(body, {
-          phoneNumberId: idOf(settings.phone_number_id) ?? '',
-          businessAccountId: idOf(settings.business_account_id),
-        });
-        break;
+        return {
+          connection,
+          content: parseWhatsAppWebhook(body, {
+            phoneNumberId: idOf(settings.phone_number_id) ?? '',
+            businessAccountId: idOf(settings.business_account_id),
+          }),
+        };
       case 'messenger':
       case 'instagram':
-        content = parsePageWebhook(body, {
-          channel: connection.provider,
-          entryId:
-            (connection.provider === 'messenger'
-              ? idOf(settings.page_id)
-              : idOf(settings.instagram_account_id)) ?? '',
-        });
-        break;
+        return {
+          connection,
+          content: parsePageWebhook(body, {
+            channel: connection.provider,
+            entryId:
+              (connection.provider === 'messenger'
+                ? idOf(settings.page_id)
+                : idOf(settings.instagram_account_id)) ?? '',
+          }),
+        };
     }
+  }
 
+  /** A webhook on the full path: media downloaded, profiles looked up, reports applied. */
+  private async processContent(
+    item: ProcessItem,
+    connection: ConnectionRow,
+    content: ProviderWebhookContent,
+    log: FastifyBaseLogger,
+  ): Promise<JobOutcome> {
+    const { accountId, webhookId, attempt } = item;
+    const finish = async () => {
+      await this.deps.webhooks.markProcessed(accountId, webhookId, this.deps.clock.now());
+      return { status: 'done' } as const;
+    };
     const lastAttempt = attempt > INBOUND_WAIT_DELAYS_MS.length;
     const waiting: string[] = [];
     const scope = { accountId };
@@ -436,6 +697,37 @@ export class InboundWebhooksService {
     const value = secrets[name];
     return typeof value === 'string' && value !== '' ? value : null;
   }
+}
+
+/**
+ * The webhook's messages when there is nothing to it but text from senders known by phone
+ * (WhatsApp's everyday traffic): no file to download, no profile to look up, no report to
+ * apply, nothing to wait for. Null otherwise, and for a webhook with no message at all.
+ */
+function plainMessages(
+  channel: Channel,
+  content: ProviderWebhookContent,
+): PhoneSinkMessage[] | null {
+  if (
+    content.messages.length === 0 ||
+    content.statuses.length > 0 ||
+    content.templates.length > 0 ||
+    (content.watermarks ?? []).length > 0
+  )
+    return null;
+  const messages: PhoneSinkMessage[] = [];
+  for (const m of content.messages) {
+    if (m.media !== null || !('phone' in m.from)) return null;
+    messages.push({
+      channel,
+      from: m.from,
+      type: m.type,
+      content: m.content,
+      mediaUrl: null,
+      providerMessageId: m.providerMessageId,
+    });
+  }
+  return messages;
 }
 
 /** A message whose file could not be kept: recorded as text that says so, caption and all. */
