@@ -166,6 +166,61 @@ describe('POST /channels/{id}/webhook: signature and durable storage', () => {
     ]);
   });
 
+  it('is worked on in-process right after its commit, its job leased meanwhile; past the in-process limit, webhooks wait for the runners', async () => {
+    const own = await startInboundHarness({ inlineMax: 1 });
+    try {
+      const acc = await newAccount(own.t);
+      const conn = await connectWhatsApp(own, acc.accountId);
+      const real = own.sink.current;
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => (release = resolve));
+      own.sink.current = Object.assign(Object.create(real) as typeof real, {
+        receiveMany: async (...args: Parameters<typeof real.receiveMany>) => {
+          await held;
+          return real.receiveMany(...args);
+        },
+      });
+      const jobs = () =>
+        own.t.db
+          .selectFrom('jobs')
+          .select(['payload', 'attempts', 'locked_until'])
+          .where('account_id', '=', acc.accountId)
+          .orderBy('id')
+          .execute();
+      const deliverOne = async (text: string) => {
+        const phone = randomPhone();
+        const res = await postSignedWebhook(
+          conn.webhookUrl,
+          inboundWebhook(
+            business(conn),
+            { waId: waIdOf(phone), name: 'Held' },
+            waMessage.text(waIdOf(phone), text),
+          ),
+          conn.appSecret,
+        );
+        expect(res.status).toBe(200);
+      };
+      await deliverOne('first');
+      await deliverOne('second');
+      const [first, second] = await jobs();
+      // The first is this process's (leased, its first attempt under way); the second, over the
+      // limit of one, is due for any runner.
+      expect(first).toMatchObject({ attempts: 1, locked_until: expect.any(Date) });
+      expect(second).toMatchObject({ attempts: 0, locked_until: null });
+      release();
+      await own.drain(acc.accountId);
+      const recorded = await own.t.db
+        .selectFrom('messages')
+        .select('content')
+        .where('account_id', '=', acc.accountId)
+        .execute();
+      expect(recorded.map((m) => m.content).sort()).toEqual(['first', 'second']);
+      expect(await jobs()).toEqual([]);
+    } finally {
+      await own.close();
+    }
+  });
+
   it('concurrent deliveries to two accounts, stored together, are each kept once with their own job; bad signatures among them change nothing', async () => {
     const a = await setup();
     const b = await setup();
