@@ -157,6 +157,8 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     keys: new ReadCache<KeyOwner>({ maxEntries: 10_000, ttlMs: 60_000 }),
     contact: new ReadCache<Contact>({ maxEntries: 10_000, ttlMs: 60_000 }),
     connection: new ReadCache<ChannelProvider>({ maxEntries: 10_000, ttlMs: 60_000 }),
+    /** Connections by id, for the provider webhook routes (cleared on any connection change). */
+    connectionById: new ReadCache<ConnectionRow>({ maxEntries: 10_000, ttlMs: 60_000 }),
   };
   const accounts = new AccountsService({
     db,
@@ -232,7 +234,10 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     clock,
     publicUrl: config.publicUrl,
     sandboxEnabled: config.sandboxEnabled,
-    changed: (accountId, channel) => resolver.forget(accountId, channel),
+    changed: (accountId, channel) => {
+      resolver.forget(accountId, channel);
+      caches.connectionById.clear();
+    },
   });
   const broadcastStats = new BroadcastStats({ broadcasts: broadcastsRepo, clock });
   const pipeline = new SendPipeline({
@@ -317,6 +322,7 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     tx,
     webhooks: new InboundWebhooksRepository(db),
     connections: connectionsRepo,
+    connectionCache: caches.connectionById,
     secrets: secretBox,
     jobs,
     // Provider messages and reports take the path, and emit the events, of every other.

@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { buildApp, type Services } from './app.js';
 import { WEBCHAT_TOPIC } from './channels/webchat/webchat-wakeups.js';
-import { CacheFeed } from './db/cache-feed.js';
+import { CacheFeed, topicCaches } from './db/cache-feed.js';
 import { systemClock } from './clock.js';
 import type { Config } from './config.js';
 import { createDb, migrate, type Db } from './db/database.js';
@@ -57,7 +57,10 @@ export function listenForChanges(
   const feed = new CacheFeed({ url, log });
   feed.subscribe('keys', services.caches.keys);
   feed.subscribe('contact', services.caches.contact);
-  feed.subscribe(CONNECTION_TOPIC, services.caches.connection);
+  feed.subscribe(
+    CONNECTION_TOPIC,
+    topicCaches([services.caches.connection], [services.caches.connectionById]),
+  );
   feed.subscribe(WEBCHAT_TOPIC, services.webchat.wakeups);
   return feed;
 }

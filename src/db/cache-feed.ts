@@ -22,6 +22,27 @@ interface Log {
 }
 
 /**
+ * The caches one topic keeps correct: `byKey` drop the announced key; `whole`, keyed otherwise
+ * (connections by id, where the topic names account and channel), drop everything they hold on
+ * any change of the topic, which is cheap for what seldom changes.
+ */
+export function topicCaches(byKey: Invalidatable[], whole: Invalidatable[]): Invalidatable {
+  const all = [...byKey, ...whole];
+  return {
+    invalidate: (key) => {
+      for (const cache of byKey) cache.invalidate(key);
+      for (const cache of whole) cache.clear();
+    },
+    clear: () => {
+      for (const cache of all) cache.clear();
+    },
+    setEnabled: (enabled) => {
+      for (const cache of all) cache.setEnabled(enabled);
+    },
+  };
+}
+
+/**
  * Tells this process's read caches about every committed change to what they hold, whichever
  * process (or psql session) made it: triggers send `NOTIFY switchboard_cache` with
  * `<topic> <key>` (one entry) or `<topic>` (all of the topic's entries), delivered when the

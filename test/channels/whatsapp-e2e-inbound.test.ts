@@ -78,6 +78,37 @@ describe('the webhook route of a connection made through the API', () => {
     expect(res.body).toBe('1158201444');
   });
 
+  it('a new app secret takes effect at once for the route, though the connection was cached; a removed connection is a 404', async () => {
+    const c = await connectedAccount(e);
+    const waId = randomPhone().slice(1);
+    const payload = inboundWebhook(
+      business(c),
+      { waId, name: 'Rotating' },
+      waMessage.text(waId, 'hi'),
+    );
+    // Cached by this delivery.
+    expect((await postSignedWebhook(c.webhookUrl, payload, c.appSecret)).status).toBe(200);
+    const rotated = randomBytes(16).toString('hex');
+    const res = await c.acc.call({
+      method: 'PUT',
+      url: '/v1/channels/whatsapp',
+      payload: {
+        provider: 'whatsapp_cloud',
+        phone_number_id: c.phoneNumberId,
+        business_account_id: c.businessAccountId,
+        access_token: c.accessToken,
+        app_secret: rotated,
+      },
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    expect((await postSignedWebhook(c.webhookUrl, payload, c.appSecret)).status).toBe(401);
+    expect((await postSignedWebhook(c.webhookUrl, payload, rotated)).status).toBe(200);
+    const removed = await c.acc.call({ method: 'DELETE', url: '/v1/channels/whatsapp' });
+    expect(removed.statusCode, removed.body).toBe(200);
+    expect((await postSignedWebhook(c.webhookUrl, payload, rotated)).status).toBe(404);
+    await drain(e, c.acc.accountId);
+  });
+
   it('a bad or missing signature is a 401 and nothing is stored', async () => {
     const c = await connectedAccount(e);
     const waId = randomPhone().slice(1);

@@ -1,6 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../../clock.js';
 import { Batcher } from '../../db/batcher.js';
+import type { ReadCache } from '../../db/read-cache.js';
 import type { Transactor } from '../../db/transactor.js';
 import { AppError, Forbidden, NotFound, Unauthorized, Unavailable } from '../../errors.js';
 import { newId } from '../../ids.js';
@@ -117,6 +118,9 @@ export class InboundWebhooksService {
     maxConcurrent: 2,
   });
 
+  /** Secrets opened per connection row (a cached row is opened once, not per webhook). */
+  private readonly opened = new WeakMap<ConnectionRow, Record<string, string>>();
+
   /** Webhooks this process is working on right after storing them (see storeMany). */
   private inline = 0;
   private readonly whenSettled: Array<() => void> = [];
@@ -131,7 +135,7 @@ export class InboundWebhooksService {
   );
 
   /** Connections looked up by concurrent deliveries, read in one statement. */
-  private readonly connectionById = new Batcher<string, ConnectionRow | undefined>(
+  private readonly connectionLookups = new Batcher<string, ConnectionRow | undefined>(
     async (ids) => {
       const rows = new Map(
         (await this.deps.connections.findManyById([...new Set(ids)])).map((c) => [c.id, c]),
@@ -152,6 +156,8 @@ export class InboundWebhooksService {
       tx: Transactor;
       webhooks: InboundWebhooksRepository;
       connections: ConnectionsRepository;
+      /** Connections by id, kept correct by the cache feed (none: every lookup reads). */
+      connectionCache?: ReadCache<ConnectionRow>;
       /** Null without SECRETS_KEY: no connection with secrets can exist then. */
       secrets: SecretBox | null;
       jobs: JobQueue;
@@ -170,9 +176,15 @@ export class InboundWebhooksService {
     },
   ) {}
 
+  /** The connection with this id: cached, or read together with concurrent lookups. */
+  private connectionById(id: string): Promise<ConnectionRow | undefined> {
+    const load = () => this.connectionLookups.submit(id);
+    return this.deps.connectionCache ? this.deps.connectionCache.get(id, load) : load();
+  }
+
   /** Meta's subscription handshake: the challenge back when the verify token matches. */
   async verify(connectionId: string, query: VerificationQuery): Promise<string> {
-    const connection = await this.connectionById.submit(connectionId);
+    const connection = await this.connectionById(connectionId);
     if (!connection || connection.verify_token === null) throw new NotFound('channel connection');
     const token = query['hub.verify_token'];
     const challenge = query['hub.challenge'];
@@ -193,7 +205,7 @@ export class InboundWebhooksService {
    * stored with its processing job in one transaction. Nothing is recorded for a bad signature.
    */
   async accept(connectionId: string, body: Buffer, signature: string | undefined): Promise<void> {
-    const connection = await this.connectionById.submit(connectionId);
+    const connection = await this.connectionById(connectionId);
     if (!connection) throw new NotFound('channel connection');
     const appSecret = this.appSecretOf(connection);
     if (appSecret === null) throw new NotFound('channel connection');
@@ -313,10 +325,9 @@ export class InboundWebhooksService {
     const rows = new Map(
       (await this.deps.webhooks.findMany(keys)).map((r) => [`${r.account_id} ${r.id}`, r]),
     );
-    const connections = await this.deps.connections.findManyById([
-      ...new Set([...rows.values()].map((r) => r.connection_id)),
-    ]);
-    const connectionById = new Map(connections.map((c) => [c.id, c]));
+    const ids = [...new Set([...rows.values()].map((r) => r.connection_id))];
+    const found = await Promise.all(ids.map((id) => this.connectionById(id)));
+    const connectionById = new Map(ids.map((id, i) => [id, found[i]]));
     const results: ProcessResult[] = items.map(() => ({ outcome: { status: 'done' } }));
     const finished: Array<{ accountId: string; id: string }> = [];
     const plain: PlainWebhook[] = [];
@@ -684,9 +695,10 @@ export class InboundWebhooksService {
       );
       throw new Unavailable('this connection cannot be used at the moment', 60);
     }
-    let secrets: Record<string, string>;
+    let secrets = this.opened.get(connection);
     try {
-      secrets = this.deps.secrets.open(connection.secrets);
+      secrets ??= this.deps.secrets.open(connection.secrets);
+      this.opened.set(connection, secrets);
     } catch {
       this.deps.log.error(
         { connection: connection.id },
