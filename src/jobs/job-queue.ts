@@ -1,6 +1,7 @@
-import { sql } from 'kysely';
+import { sql, type Insertable } from 'kysely';
 import type { Clock } from '../clock.js';
 import type { Db, Tx } from '../db/database.js';
+import type { JobsTable } from '../db/schema.js';
 import { newId } from '../ids.js';
 
 /** Job kind → its payload: ids and a version, never copies of data. */
@@ -27,6 +28,13 @@ export interface JobTiming {
   leasedUntil?: Date;
 }
 
+/** A job to write (see `JobQueue.enqueueMany`). */
+export type NewJob = {
+  accountId: string;
+  kind: JobKind;
+  payload: JobPayloads[JobKind];
+} & JobTiming;
+
 /** Writes jobs inside the caller's transaction, so a job exists exactly when its cause committed. */
 export class JobQueue {
   constructor(private readonly clock: Clock) {}
@@ -40,30 +48,30 @@ export class JobQueue {
    * send path (written, then deleted a few milliseconds later) then lie beyond the scan instead
    * of in front of every due job until they are vacuumed.
    */
-  async enqueueMany(
-    trx: Tx,
-    jobs: ({ accountId: string; kind: JobKind; payload: JobPayloads[JobKind] } & JobTiming)[],
-  ): Promise<string[]> {
+  async enqueueMany(trx: Tx, jobs: NewJob[]): Promise<string[]> {
     if (jobs.length === 0) return [];
+    const rows = this.rowsOf(jobs);
+    await trx.insertInto('jobs').values(rows).execute();
+    return rows.map((r) => r.id);
+  }
+
+  /**
+   * The rows `enqueueMany` writes, for a caller that writes them in a statement of its own (with
+   * the rows they are about); ids in order.
+   */
+  rowsOf(jobs: NewJob[]): Insertable<JobsTable>[] {
     const now = this.clock.now();
-    const ids = jobs.map(() => newId('job'));
-    await trx
-      .insertInto('jobs')
-      .values(
-        jobs.map((j, i) => ({
-          account_id: j.accountId,
-          id: ids[i]!,
-          kind: j.kind,
-          payload: JSON.stringify(j.payload),
-          run_at: j.runAt ?? j.leasedUntil ?? new Date(now.getTime() + (j.delayMs ?? 0)),
-          created_at: now,
-          // Every row names the same columns: a multi-row insert takes one column list.
-          locked_until: j.leasedUntil ?? null,
-          attempts: j.leasedUntil ? 1 : 0,
-        })),
-      )
-      .execute();
-    return ids;
+    return jobs.map((j) => ({
+      account_id: j.accountId,
+      id: newId('job'),
+      kind: j.kind,
+      payload: JSON.stringify(j.payload),
+      run_at: j.runAt ?? j.leasedUntil ?? new Date(now.getTime() + (j.delayMs ?? 0)),
+      created_at: now,
+      // Every row names the same columns: a multi-row insert takes one column list.
+      locked_until: j.leasedUntil ?? null,
+      attempts: j.leasedUntil ? 1 : 0,
+    }));
   }
 
   /** One job (see `enqueueMany`); answers its id. */

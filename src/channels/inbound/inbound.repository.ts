@@ -1,6 +1,6 @@
-import { sql, type Selectable } from 'kysely';
-import type { Db, Tx } from '../../db/database.js';
-import type { InboundWebhooksTable } from '../../db/schema.js';
+import { sql, type Insertable, type Selectable } from 'kysely';
+import type { Db } from '../../db/database.js';
+import type { InboundWebhooksTable, JobsTable } from '../../db/schema.js';
 
 export type InboundWebhookRow = Selectable<InboundWebhooksTable>;
 
@@ -8,8 +8,17 @@ export type InboundWebhookRow = Selectable<InboundWebhooksTable>;
 export class InboundWebhooksRepository {
   constructor(private readonly db: Db) {}
 
-  async insertMany(trx: Tx, rows: InboundWebhookRow[]): Promise<void> {
-    if (rows.length > 0) await trx.insertInto('inbound_webhooks').values(rows).execute();
+  /**
+   * Stores webhooks with their processing jobs in one statement (atomic on its own: no
+   * transaction's extra round trips on the path that answers Meta).
+   */
+  async insertWithJobs(rows: InboundWebhookRow[], jobs: Insertable<JobsTable>[]): Promise<void> {
+    if (rows.length === 0) return;
+    await this.db
+      .with('stored', (db) => db.insertInto('inbound_webhooks').values(rows))
+      .insertInto('jobs')
+      .values(jobs)
+      .execute();
   }
 
   async find(accountId: string, id: string): Promise<InboundWebhookRow | undefined> {

@@ -202,7 +202,7 @@ export class InboundWebhooksService {
 
   /**
    * A signed webhook: checked against the connection's app secret over the exact bytes, then
-   * stored with its processing job in one transaction. Nothing is recorded for a bad signature.
+   * stored with its processing job in one statement. Nothing is recorded for a bad signature.
    */
   async accept(connectionId: string, body: Buffer, signature: string | undefined): Promise<void> {
     const connection = await this.connectionById(connectionId);
@@ -227,7 +227,7 @@ export class InboundWebhooksService {
   }
 
   /**
-   * Webhooks accepted meanwhile, stored with their jobs in one transaction. This process then
+   * Webhooks accepted meanwhile, stored with their jobs in one statement. This process then
    * works on them at once, their jobs leased to it meanwhile, instead of waiting for a runner to
    * claim them: the job is the webhook's safety net (a crash, a retry), not its way in. Past
    * INLINE_MAX webhooks in progress, new ones are left to the runners.
@@ -235,18 +235,16 @@ export class InboundWebhooksService {
   private async storeMany(rows: InboundWebhookRow[]): Promise<void[]> {
     const inline = this.inline + rows.length <= (this.deps.inlineMax ?? INLINE_MAX);
     const lease = new Date(this.deps.clock.now().getTime() + INLINE_LEASE_MS);
-    const jobIds = await this.deps.tx.db.transaction().execute(async (trx) => {
-      await this.deps.webhooks.insertMany(trx, rows);
-      return this.deps.jobs.enqueueMany(
-        trx,
-        rows.map((row) => ({
-          accountId: row.account_id,
-          kind: 'channel.inbound' as const,
-          payload: { v: 1 as const, webhook_id: row.id },
-          ...(inline ? { leasedUntil: lease } : {}),
-        })),
-      );
-    });
+    const jobs = this.deps.jobs.rowsOf(
+      rows.map((row) => ({
+        accountId: row.account_id,
+        kind: 'channel.inbound' as const,
+        payload: { v: 1 as const, webhook_id: row.id },
+        ...(inline ? { leasedUntil: lease } : {}),
+      })),
+    );
+    await this.deps.webhooks.insertWithJobs(rows, jobs);
+    const jobIds = jobs.map((j) => j.id);
     if (inline)
       rows.forEach((row, i) => {
         void this.processInline(row.account_id, row.id, { id: jobIds[i]!, lease });
