@@ -1,6 +1,6 @@
-import { sql, type Selectable } from 'kysely';
+import { sql, type Insertable, type Selectable } from 'kysely';
 import type { Db, Tx } from '../db/database.js';
-import type { Channel, MessageStatus, MessagesTable } from '../db/schema.js';
+import type { Channel, JobsTable, MessageStatus, MessagesTable } from '../db/schema.js';
 import { addressOn } from '../contacts/identities.js';
 
 export type MessageRow = Selectable<MessagesTable>;
@@ -46,6 +46,17 @@ export class MessagesRepository {
 
   async insertMany(trx: Tx, rows: MessageRow[]): Promise<void> {
     if (rows.length > 0) await trx.insertInto('messages').values(rows.map(forInsert)).execute();
+  }
+
+  /** Queued messages and the jobs that send them, in one statement. */
+  async insertWithJobs(trx: Tx, rows: MessageRow[], jobs: Insertable<JobsTable>[]): Promise<void> {
+    if (rows.length === 0) return;
+    if (jobs.length === 0) return this.insertMany(trx, rows);
+    await trx
+      .with('queued', (db) => db.insertInto('messages').values(rows.map(forInsert)))
+      .insertInto('jobs')
+      .values(jobs)
+      .execute();
   }
 
   /** Inserts an inbound message unless its provider id is already recorded; false if it was. */

@@ -500,33 +500,26 @@ export class MessagesService {
       results.push({ contactId: recipient.contactId, row, to: to.get(recipient.contactId)! });
     }
     if (rows.length === 0) return { results, job: null };
-    await this.deps.messages.insertMany(trx, rows);
     // Sending is activity and reopens a resolved conversation (openMany did so already).
     if (touched.size > 0)
       await this.deps.conversations.touchOpen(trx, accountId, [...touched], now);
     const lease = new Date(now.getTime() + (this.deps.sendLeaseMs ?? SEND_LEASE_MS));
+    // Each API send's own job, or one for the whole batch; written with the messages.
+    const jobs = this.deps.jobs.rowsOf(
+      (batch.jobs === 'each' ? rows.map((r) => [r.id]) : [rows.map((r) => r.id)]).map((ids) => ({
+        accountId,
+        kind: 'message.send' as const,
+        payload: { v: 1 as const, message_ids: ids },
+        leasedUntil: lease,
+      })),
+    );
+    await this.deps.messages.insertWithJobs(trx, rows, jobs);
     if (batch.jobs === 'each') {
-      const ids = await this.deps.jobs.enqueueMany(
-        trx,
-        rows.map((r) => ({
-          accountId,
-          kind: 'message.send' as const,
-          payload: { v: 1 as const, message_ids: [r.id] },
-          leasedUntil: lease,
-        })),
-      );
       let next = 0;
-      for (const result of results) if (result.row) result.job = { id: ids[next++]!, lease };
+      for (const result of results) if (result.row) result.job = { id: jobs[next++]!.id, lease };
       return { results, job: null };
     }
-    const id = await this.deps.jobs.enqueue(
-      trx,
-      accountId,
-      'message.send',
-      { v: 1, message_ids: rows.map((r) => r.id) },
-      { leasedUntil: lease },
-    );
-    return { results, job: { id, lease } };
+    return { results, job: { id: jobs[0]!.id, lease } };
   }
 
   /**
