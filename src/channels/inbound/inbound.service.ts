@@ -77,6 +77,8 @@ interface ProcessItem {
   webhookId: string;
   /** The job's attempt, from 1. */
   attempt: number;
+  /** The stored row, when the caller has it (it has just stored it); else read. */
+  row?: InboundWebhookRow;
 }
 
 /** How processing a webhook ended, or why it failed (thrown back to its job alone). */
@@ -247,7 +249,7 @@ export class InboundWebhooksService {
     const jobIds = jobs.map((j) => j.id);
     if (inline)
       rows.forEach((row, i) => {
-        void this.processInline(row.account_id, row.id, { id: jobIds[i]!, lease });
+        void this.processInline(row, { id: jobIds[i]!, lease });
       });
     return rows.map(() => undefined);
   }
@@ -258,16 +260,19 @@ export class InboundWebhooksService {
    * even that fail, the job runs again when its lease ends.
    */
   private async processInline(
-    accountId: string,
-    webhookId: string,
+    row: InboundWebhookRow,
     job: { id: string; lease: Date },
   ): Promise<void> {
+    const { account_id: accountId, id: webhookId } = row;
     this.inline++;
     const log = this.deps.log.child({ webhook: webhookId });
     try {
       let outcome: JobOutcome;
       try {
-        outcome = await this.process(accountId, webhookId, 1);
+        // The row just stored: no need to read it back.
+        const result = await this.processing.submit({ accountId, webhookId, attempt: 1, row });
+        if ('error' in result) throw result.error;
+        outcome = result.outcome;
       } catch (err) {
         log.warn({ err }, 'inbound webhook: processing failed; will retry');
         outcome = {
@@ -321,8 +326,12 @@ export class InboundWebhooksService {
   private async processGroup(items: ProcessItem[]): Promise<ProcessResult[]> {
     const keys = items.map((item) => ({ accountId: item.accountId, id: item.webhookId }));
     const rows = new Map(
-      (await this.deps.webhooks.findMany(keys)).map((r) => [`${r.account_id} ${r.id}`, r]),
+      (
+        await this.deps.webhooks.findMany(items.flatMap((item, i) => (item.row ? [] : [keys[i]!])))
+      ).map((r) => [`${r.account_id} ${r.id}`, r]),
     );
+    for (const item of items)
+      if (item.row) rows.set(`${item.accountId} ${item.webhookId}`, item.row);
     const ids = [...new Set([...rows.values()].map((r) => r.connection_id))];
     const found = await Promise.all(ids.map((id) => this.connectionById(id)));
     const connectionById = new Map(ids.map((id, i) => [id, found[i]]));
