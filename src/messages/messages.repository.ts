@@ -9,7 +9,7 @@ export type MessageRow = Selectable<MessagesTable>;
  * Which statuses each target may be reached from: statuses only move forward. A report may
  * overtake the provider's own answer (delivered while still queued here).
  */
-const FORWARD_FROM: Record<'delivered' | 'read' | 'failed', MessageStatus[]> = {
+export const FORWARD_FROM: Record<'delivered' | 'read' | 'failed', MessageStatus[]> = {
   delivered: ['queued', 'sent'],
   read: ['queued', 'sent', 'delivered'],
   failed: ['queued', 'sent', 'delivered'],
@@ -224,6 +224,50 @@ export class MessagesRepository {
       .where('account_id', '=', accountId)
       .where('provider_message_id', '=', providerMessageId)
       .executeTakeFirst();
+  }
+
+  /**
+   * The account's messages with these provider ids, locked (FOR UPDATE, in id order) for their
+   * status to be moved. Each id is looked up by its unique index on its own, a plan that holds
+   * whatever the statistics say.
+   */
+  async lockByProviderIds(
+    trx: Tx,
+    accountId: string,
+    providerMessageIds: string[],
+  ): Promise<MessageRow[]> {
+    if (providerMessageIds.length === 0) return [];
+    const rows = await sql<MessageRow>`
+      WITH wanted AS MATERIALIZED (
+        SELECT DISTINCT m.id FROM unnest(${providerMessageIds}::text[]) AS p(provider_message_id)
+        CROSS JOIN LATERAL (
+          SELECT id FROM messages
+          WHERE account_id = ${accountId} AND provider_message_id = p.provider_message_id
+          OFFSET 0
+        ) m
+      )
+      SELECT l.* FROM (SELECT id FROM wanted ORDER BY id) w
+      CROSS JOIN LATERAL (
+        SELECT * FROM messages WHERE account_id = ${accountId} AND id = w.id FOR UPDATE
+      ) l`.execute(trx);
+    return rows.rows;
+  }
+
+  /** New statuses (and failure reasons) of messages the caller holds locked; their rows now. */
+  async setStatuses(
+    trx: Tx,
+    accountId: string,
+    changes: { id: string; status: MessageStatus; reason: string | null }[],
+    now: Date,
+  ): Promise<MessageRow[]> {
+    if (changes.length === 0) return [];
+    const rows = await sql<MessageRow>`
+      UPDATE messages m SET status = c.status, failure_reason = c.reason, updated_at = ${now}
+      FROM unnest(${changes.map((c) => c.id)}::text[], ${changes.map((c) => c.status)}::text[],
+                  ${changes.map((c) => c.reason)}::text[]) AS c(id, status, reason)
+      WHERE m.account_id = ${accountId} AND m.id = c.id
+      RETURNING m.*`.execute(trx);
+    return rows.rows;
   }
 
   /** The account's messages with these provider ids, keyed by provider id. */

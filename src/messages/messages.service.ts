@@ -22,7 +22,12 @@ import type { ConversationsRepository } from '../conversations/conversations.rep
 import type { ApprovedTemplate, TemplatesService } from '../templates/templates.service.js';
 import type { FetchedMedia, MediaFetcher } from './media.js';
 import type { MessageObserver } from './message-observer.js';
-import type { MessageRow, MessagesRepository, QueuedMessage } from './messages.repository.js';
+import {
+  FORWARD_FROM,
+  type MessageRow,
+  type MessagesRepository,
+  type QueuedMessage,
+} from './messages.repository.js';
 import {
   SEND_LEASE_MS,
   type QueuedSend,
@@ -122,6 +127,13 @@ function outsideWindow(channel: Channel, templatesAllowed: boolean): AppError {
         [{ field: 'contact_id', issue: 'has not written in the last 24 hours' }],
       );
 }
+
+/** The event of each status a delivery report moves a message to. */
+const STATUS_EVENTS = {
+  delivered: 'message.delivered',
+  read: 'message.read',
+  failed: 'message.failed',
+} as const;
 
 /** An inbound message from a sender known by phone (see MessagesService.receiveMany). */
 export type PhoneInboundMessage = InboundMessage & {
@@ -775,6 +787,90 @@ export class MessagesService {
     });
   }
 
+  /**
+   * Delivery reports naming messages by the provider's id, applied as applyProviderStatus
+   * applies each (forward only, each move with its event, the broadcast funnel told), in one
+   * transaction and a few statements however many: several reports on one message apply in
+   * order. Each result says whether its report moved its message, changed nothing, or names no
+   * outbound message of the account (yet).
+   */
+  async applyProviderStatusMany(
+    scope: Scope,
+    reports: {
+      providerMessageId: string;
+      status: 'delivered' | 'read' | 'failed';
+      reason: string | null;
+    }[],
+  ): Promise<Array<'applied' | 'unchanged' | 'unknown'>> {
+    if (reports.length === 0) return [];
+    const { accountId } = scope;
+    return this.deps.tx.run(scope, async (trx) => {
+      const rows = await this.deps.messages.lockByProviderIds(trx, accountId, [
+        ...new Set(reports.map((r) => r.providerMessageId)),
+      ]);
+      const byProviderId = new Map(
+        rows.filter((r) => r.direction === 'outbound').map((r) => [r.provider_message_id!, r]),
+      );
+      /** Each reported message: where it started, and where the reports so far have taken it. */
+      const moves = new Map<
+        string,
+        { from: MessageRow['status']; status: MessageRow['status']; reason: string | null }
+      >();
+      const steps: {
+        id: string;
+        status: 'delivered' | 'read' | 'failed';
+        reason: string | null;
+      }[] = [];
+      const results = reports.map((report) => {
+        const row = byProviderId.get(report.providerMessageId);
+        if (!row) return 'unknown' as const;
+        const move = moves.get(row.id) ?? {
+          from: row.status,
+          status: row.status,
+          reason: row.failure_reason,
+        };
+        moves.set(row.id, move);
+        if (!FORWARD_FROM[report.status].includes(move.status)) return 'unchanged' as const;
+        move.status = report.status;
+        move.reason = report.status === 'failed' ? report.reason : null;
+        steps.push({ id: row.id, status: move.status, reason: move.reason });
+        return 'applied' as const;
+      });
+      const moved = [...moves].filter(([, m]) => m.status !== m.from);
+      if (moved.length === 0) return results;
+      const now = this.deps.clock.now();
+      const updated = new Map(
+        (
+          await this.deps.messages.setStatuses(
+            trx,
+            accountId,
+            moved.map(([id, m]) => ({ id, status: m.status, reason: m.reason })),
+            now,
+          )
+        ).map((row) => [row.id, row]),
+      );
+      await this.deps.observer.outboundChanged(
+        trx,
+        accountId,
+        moved.map(([id, m]) => ({ row: updated.get(id)!, from: m.from })),
+      );
+      // Each step's event shows the message as that step left it.
+      await this.deps.outbox.recordMany(
+        trx,
+        accountId,
+        steps.map((step) => ({
+          type: STATUS_EVENTS[step.status],
+          data: toMessage({
+            ...updated.get(step.id)!,
+            status: step.status,
+            failure_reason: step.reason,
+          }),
+        })),
+      );
+      return results;
+    });
+  }
+
   /** Whether a contact of the account already has this identity on the channel. */
   async knowsIdentity(scope: Scope, who: { channel: Channel; identity: string }): Promise<boolean> {
     return (
@@ -857,10 +953,7 @@ export class MessagesService {
     if (!moved) return (await this.deps.messages.find(accountId, id, trx))!;
     await this.deps.observer.outboundChanged(trx, accountId, [moved]);
     const message = toMessage(moved.row);
-    const event = (
-      { delivered: 'message.delivered', read: 'message.read', failed: 'message.failed' } as const
-    )[update.status];
-    await this.deps.outbox.record(trx, accountId, event, message);
+    await this.deps.outbox.record(trx, accountId, STATUS_EVENTS[update.status], message);
     return moved.row;
   }
 }

@@ -77,6 +77,7 @@ export async function startInboundHarness(
       receive: (scope, m) => sink.current.receive(scope, m),
       receiveMany: (scope, ms) => sink.current.receiveMany(scope, ms),
       applyProviderStatus: (scope, u) => sink.current.applyProviderStatus(scope, u),
+      applyProviderStatusMany: (scope, us) => sink.current.applyProviderStatusMany(scope, us),
       knowsIdentity: (scope, who) => sink.current.knowsIdentity(scope, who),
       applyStatusUpTo: (scope, r) => sink.current.applyStatusUpTo(scope, r),
     },

@@ -155,6 +155,16 @@ export class TestMessagesSink implements InboundSink {
     }
   }
 
+  /** One applyProviderStatus after another (the real sink applies them in one transaction). */
+  async applyProviderStatusMany(
+    scope: Scope,
+    updates: Parameters<InboundSink['applyProviderStatusMany']>[1],
+  ): Promise<Array<'applied' | 'unchanged' | 'unknown'>> {
+    const results: Array<'applied' | 'unchanged' | 'unknown'> = [];
+    for (const u of updates) results.push(await this.applyProviderStatus(scope, u));
+    return results;
+  }
+
   async applyProviderStatus(
     scope: Scope,
     update: {

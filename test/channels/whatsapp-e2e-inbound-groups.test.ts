@@ -7,14 +7,24 @@ import { sql } from 'kysely';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { JobRunner } from '../../src/jobs/job-runner.js';
 import { randomPhone } from '../helpers.js';
-import { inboundWebhook, postSignedWebhook, waMessage, wamid } from '../fake-graph/webhooks.js';
+import {
+  inboundWebhook,
+  postSignedWebhook,
+  statusWebhook,
+  waMessage,
+  wamid,
+  waStatus,
+} from '../fake-graph/webhooks.js';
 import {
   business,
   connectedAccount,
+  contactWrites,
   createContact,
   drain,
   events,
   jobsOf,
+  messageRow,
+  send,
   startE2E,
   type Connected,
   type E2E,
@@ -69,6 +79,80 @@ async function webhooksOf(accountId: string) {
     .where('account_id', '=', accountId)
     .execute();
 }
+
+/** A text sent (accepted by the fake Graph) to a contact who wrote first: its id and wamid. */
+async function sentText(c: Connected) {
+  const contact = await createContact(c.acc);
+  await contactWrites(e, c, contact);
+  const res = await send(c, { contact_id: contact.id, type: 'text', content: 'on its way' });
+  expect(res.json()).toMatchObject({ status: 'sent' });
+  const row = await messageRow(e, c.acc.accountId, res.json().id);
+  return { id: row.id, wamid: row.provider_message_id!, to: contact.phone.slice(1) };
+}
+
+describe('delivery reports processed together', () => {
+  it('move each message forward only, each move once with its event, and hold back a webhook naming a message not known yet', async () => {
+    const c = await connectedAccount(e);
+    const [a, b, f] = [await sentText(c), await sentText(c), await sentText(c)];
+    const statusMany = vi.spyOn(e.t.services.messages, 'applyProviderStatusMany');
+    const unknown = wamid();
+    const failed = waStatus.failed(f.wamid, f.to, {
+      code: 131026,
+      title: 'Message undeliverable',
+    });
+    await deliverAll(c, [
+      // In order in one webhook, and Meta's duplicate of the first in another (whichever comes
+      // first, delivered moves once, then read).
+      statusWebhook(business(c), waStatus.delivered(a.wamid, a.to), waStatus.read(a.wamid, a.to)),
+      statusWebhook(business(c), waStatus.delivered(a.wamid, a.to)),
+      // Out of order in one webhook: read first, so the delivered after it changes nothing.
+      statusWebhook(
+        business(c),
+        waStatus.read(b.wamid, b.to),
+        waStatus.delivered(b.wamid, b.to),
+        waStatus.sent(b.wamid, b.to),
+      ),
+      statusWebhook(business(c), failed),
+      statusWebhook(business(c), failed, waStatus.read(unknown, f.to)),
+    ]);
+    await drain(e, c.acc.accountId);
+    expect(Math.max(...statusMany.mock.calls.map(([, us]) => us.length))).toBeGreaterThan(1);
+
+    expect(await messageRow(e, c.acc.accountId, a.id)).toMatchObject({ status: 'read' });
+    expect(await messageRow(e, c.acc.accountId, b.id)).toMatchObject({ status: 'read' });
+    expect(await messageRow(e, c.acc.accountId, f.id)).toMatchObject({
+      status: 'failed',
+      failure_reason: '(#131026) Message undeliverable',
+    });
+    const moves = (await events(e, c.acc.accountId))
+      .filter((x) => ['message.delivered', 'message.read', 'message.failed'].includes(x.type))
+      .map((x) => {
+        const data = x.data as { id: string; status: string; failure_reason: string | null };
+        return [x.type, data.id, data.status, data.failure_reason];
+      });
+    expect(moves.sort()).toEqual(
+      [
+        ['message.delivered', a.id, 'delivered', null],
+        ['message.read', a.id, 'read', null],
+        ['message.read', b.id, 'read', null],
+        ['message.failed', f.id, 'failed', '(#131026) Message undeliverable'],
+      ].sort(),
+    );
+    // Delivered before read for the same message, as they were applied.
+    const aEvents = (await events(e, c.acc.accountId))
+      .filter((x) => (x.data as { id: string }).id === a.id)
+      .map((x) => x.type)
+      .filter((t) => t !== 'message.received');
+    expect(aEvents).toEqual(['message.delivered', 'message.read']);
+
+    // The webhook naming an unknown message waits for it: its job is due again later.
+    const [job, ...more] = await jobsOf(e, c.acc.accountId, 'channel.inbound');
+    expect(more).toEqual([]);
+    expect(job).toMatchObject({ attempts: 1, locked_until: null, dead_at: null });
+    const stored = await webhooksOf(c.acc.accountId);
+    expect(stored.filter((w) => w.processed_at === null)).toHaveLength(1);
+  });
+});
 
 describe('webhooks processed together', () => {
   it('record what one at a time would: one contact per sender, each message once and in order, with its events', async () => {

@@ -347,6 +347,7 @@ describe('POST /channels/{id}/webhook: signature and durable storage', () => {
         throw new Error('database hiccup');
       },
       applyProviderStatus: real.applyProviderStatus.bind(real),
+      applyProviderStatusMany: real.applyProviderStatusMany.bind(real),
       knowsIdentity: real.knowsIdentity.bind(real),
       applyStatusUpTo: real.applyStatusUpTo.bind(real),
     };

@@ -139,6 +139,18 @@ export interface InboundSink {
     },
   ): Promise<'applied' | 'unchanged' | 'unknown'>;
   /**
+   * Several reports applied as applyProviderStatus applies each, together (one transaction, in
+   * order: two reports on one message apply one after the other).
+   */
+  applyProviderStatusMany(
+    scope: Scope,
+    updates: {
+      providerMessageId: string;
+      status: 'delivered' | 'read' | 'failed';
+      reason: string | null;
+    }[],
+  ): Promise<Array<'applied' | 'unchanged' | 'unknown'>>;
+  /**
    * Whether a contact of the account already has this identity on this channel. A new sender's
    * profile name is looked up (once) only when this says no.
    */

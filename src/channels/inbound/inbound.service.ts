@@ -24,6 +24,7 @@ import type {
   InboundSink,
   ProviderInboundMessage,
   PhoneSinkMessage,
+  ProviderStatusReport,
   ProviderWebhookContent,
   TemplateStatusListener,
 } from './inbound-sink.js';
@@ -89,7 +90,11 @@ interface PlainWebhook {
   /** Its place in the group. */
   index: number;
   key: { accountId: string; id: string };
+  /** Its job's attempt, from 1. */
+  attempt: number;
   messages: PhoneSinkMessage[];
+  /** Its delivery reports (`sent` ones, which only confirm, left out). */
+  statuses: Array<ProviderStatusReport & { status: 'delivered' | 'read' | 'failed' }>;
   log: FastifyBaseLogger;
 }
 
@@ -345,8 +350,9 @@ export class InboundWebhooksService {
       const log = this.deps.log.child({ webhook: item.webhookId });
       const read = this.read(row, connectionById.get(row.connection_id), log);
       if (read === null) return void finished.push(keys[i]!);
-      const messages = plainMessages(read.connection.channel, read.content);
-      if (messages !== null) return void plain.push({ index: i, key: keys[i]!, messages, log });
+      const content = plainContent(read.connection.channel, read.content);
+      if (content !== null)
+        return void plain.push({ index: i, key: keys[i]!, attempt: item.attempt, ...content, log });
       others.push(
         this.processContent(item, read.connection, read.content, log).then(
           (outcome) => void (results[i] = { outcome }),
@@ -355,12 +361,10 @@ export class InboundWebhooksService {
       );
     });
     try {
-      for (const failure of await this.recordPlain(plain)) {
-        results[failure.index] = { error: failure.error };
+      for (const [i, result] of await this.recordPlain(plain)) {
+        results[i] = result;
+        if ('outcome' in result && result.outcome.status === 'done') finished.push(keys[i]!);
       }
-      const recorded = new Set(plain.map((p) => p.index));
-      for (const [i, result] of results.entries())
-        if (recorded.has(i) && !('error' in result)) finished.push(keys[i]!);
       await this.deps.webhooks.markProcessedMany(finished, this.deps.clock.now());
     } finally {
       // Never answer before the webhooks on their own path are done: a group that failed is
@@ -374,42 +378,85 @@ export class InboundWebhooksService {
    * Plain webhooks' messages recorded by one receiveMany per account, in webhook order; when a
    * group fails, each webhook is recorded again alone. Returns the webhooks that failed.
    */
-  private async recordPlain(
-    plain: PlainWebhook[],
-  ): Promise<Array<{ index: number; error: unknown }>> {
+  private async recordPlain(plain: PlainWebhook[]): Promise<Map<number, ProcessResult>> {
     const byAccount = new Map<string, PlainWebhook[]>();
     for (const p of plain)
       byAccount.set(p.key.accountId, [...(byAccount.get(p.key.accountId) ?? []), p]);
-    const failures: Array<{ index: number; error: unknown }> = [];
+    const results = new Map<number, ProcessResult>();
     for (const [accountId, webhooks] of byAccount) {
-      const record = async (group: PlainWebhook[]) => {
-        const messages = group.flatMap((p) => p.messages);
-        const results = await this.deps.sink.receiveMany({ accountId }, messages);
-        let next = 0;
-        for (const p of group)
-          for (const message of p.messages) {
-            const result = results[next++];
-            // Input that can never be recorded (a sender id that is no phone number): retrying
-            // the webhook cannot change that, and must not hold up the rest of it.
-            if (result instanceof AppError)
-              p.log.warn(
-                { message: message.providerMessageId, reason: result.message },
-                'inbound message refused; skipped',
-              );
-          }
-      };
       try {
-        await record(webhooks);
+        for (const [index, outcome] of await this.recordTogether(accountId, webhooks))
+          results.set(index, { outcome });
       } catch (err) {
         if (webhooks.length === 1) {
-          failures.push({ index: webhooks[0]!.index, error: err });
+          results.set(webhooks[0]!.index, { error: err });
           continue;
         }
-        for (const p of webhooks)
-          await record([p]).catch((error: unknown) => failures.push({ index: p.index, error }));
+        for (const p of webhooks) {
+          try {
+            for (const [index, outcome] of await this.recordTogether(accountId, [p]))
+              results.set(index, { outcome });
+          } catch (error) {
+            results.set(p.index, { error });
+          }
+        }
       }
     }
-    return failures;
+    return results;
+  }
+
+  /**
+   * One account's plain webhooks: their messages recorded by one receiveMany, then their
+   * delivery reports applied by one applyProviderStatusMany. A report on a message we do not
+   * know yet holds its webhook back for a later attempt, as on the full path.
+   */
+  private async recordTogether(
+    accountId: string,
+    webhooks: PlainWebhook[],
+  ): Promise<Map<number, JobOutcome>> {
+    const scope = { accountId };
+    const messages = webhooks.flatMap((p) => p.messages);
+    const received = messages.length > 0 ? await this.deps.sink.receiveMany(scope, messages) : [];
+    const statuses = webhooks.flatMap((p) => p.statuses);
+    const applied =
+      statuses.length > 0 ? await this.deps.sink.applyProviderStatusMany(scope, statuses) : [];
+    const outcomes = new Map<number, JobOutcome>();
+    let nextMessage = 0;
+    let nextStatus = 0;
+    for (const p of webhooks) {
+      for (const message of p.messages) {
+        const result = received[nextMessage++];
+        // Input that can never be recorded (a sender id that is no phone number): retrying
+        // the webhook cannot change that, and must not hold up the rest of it.
+        if (result instanceof AppError)
+          p.log.warn(
+            { message: message.providerMessageId, reason: result.message },
+            'inbound message refused; skipped',
+          );
+      }
+      const lastAttempt = p.attempt > INBOUND_WAIT_DELAYS_MS.length;
+      const waiting: string[] = [];
+      for (const status of p.statuses) {
+        if (applied[nextStatus++] !== 'unknown') continue;
+        if (lastAttempt)
+          p.log.warn(
+            { message: status.providerMessageId, status: status.status },
+            'status report for an unknown message; dropped',
+          );
+        else waiting.push(`status ${status.status} of unknown message ${status.providerMessageId}`);
+      }
+      outcomes.set(
+        p.index,
+        waiting.length > 0
+          ? {
+              status: 'retry',
+              afterMs: INBOUND_WAIT_DELAYS_MS[p.attempt - 1]!,
+              error: `waiting for: ${waiting.join('; ')}`.slice(0, 2000),
+            }
+          : { status: 'done' },
+      );
+    }
+    return outcomes;
   }
 
   /**
@@ -719,21 +766,15 @@ export class InboundWebhooksService {
 }
 
 /**
- * The webhook's messages when there is nothing to it but text from senders known by phone
- * (WhatsApp's everyday traffic): no file to download, no profile to look up, no report to
- * apply, nothing to wait for. Null otherwise, and for a webhook with no message at all.
+ * What a webhook says when there is nothing to it but text from senders known by phone and
+ * delivery reports (WhatsApp's everyday traffic): no file to download, no profile to look up,
+ * no template review or watermark. Null otherwise.
  */
-function plainMessages(
+function plainContent(
   channel: Channel,
   content: ProviderWebhookContent,
-): PhoneSinkMessage[] | null {
-  if (
-    content.messages.length === 0 ||
-    content.statuses.length > 0 ||
-    content.templates.length > 0 ||
-    (content.watermarks ?? []).length > 0
-  )
-    return null;
+): Pick<PlainWebhook, 'messages' | 'statuses'> | null {
+  if (content.templates.length > 0 || (content.watermarks ?? []).length > 0) return null;
   const messages: PhoneSinkMessage[] = [];
   for (const m of content.messages) {
     if (m.media !== null || !('phone' in m.from)) return null;
@@ -746,7 +787,11 @@ function plainMessages(
       providerMessageId: m.providerMessageId,
     });
   }
-  return messages;
+  const statuses: PlainWebhook['statuses'] = [];
+  // `sent` confirms what an accepted message already is.
+  for (const s of content.statuses)
+    if (s.status !== 'sent') statuses.push({ ...s, status: s.status });
+  return { messages, statuses };
 }
 
 /** A message whose file could not be kept: recorded as text that says so, caption and all. */
