@@ -337,8 +337,7 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
         ),
       knowsIdentity: (scope, who) => messages.knowsIdentity(scope, who),
       applyStatusUpTo: (scope, report) => messages.applyStatusUpTo(scope, report),
-      applyProviderStatusMany: (scope, updates) =>
-        messages.applyProviderStatusMany(scope, updates),
+      applyProviderStatusMany: (scope, updates) => messages.applyProviderStatusMany(scope, updates),
       applyProviderStatus: async (scope, u) =>
         (await messages.applyProviderStatus(scope, { ...u, reason: u.reason ?? undefined }))
           ? 'applied'
