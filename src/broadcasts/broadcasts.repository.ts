@@ -179,67 +179,56 @@ export class BroadcastsRepository {
   }
 
   /**
-   * Claims recipients; returns only those not already claimed, so nobody is messaged twice, each
-   * with the row's ctid, by which `recordOutcomes` finds it again later in the transaction.
+   * Which of these contacts are recipients of the broadcast already. Recipients are only added
+   * with the broadcast's row locked (see `addRecipients`), so while the caller holds that lock
+   * the answer stays true until it commits.
    */
-  async claimRecipients(
+  async recipientsAmong(
     trx: Tx,
     accountId: string,
     broadcastId: string,
     contactIds: string[],
-    now: Date,
-  ): Promise<Map<string, string>> {
-    if (contactIds.length === 0) return new Map();
+  ): Promise<Set<string>> {
+    if (contactIds.length === 0) return new Set();
     const rows = await trx
-      .insertInto('broadcast_recipients')
-      .values(
-        contactIds.map((contact_id) => ({
-          account_id: accountId,
-          broadcast_id: broadcastId,
-          contact_id,
-          created_at: now,
-        })),
-      )
-      .onConflict((oc) => oc.columns(['account_id', 'broadcast_id', 'contact_id']).doNothing())
-      .returning(['contact_id', sql<string>`ctid::text`.as('ctid')])
+      .selectFrom('broadcast_recipients')
+      .select('contact_id')
+      .where('account_id', '=', accountId)
+      .where('broadcast_id', '=', broadcastId)
+      .where('contact_id', '=', (eb) => eb.fn.any(eb.val(contactIds)))
       .execute();
-    return new Map(rows.map((r) => [r.contact_id, r.ctid]));
+    return new Set(rows.map((r) => r.contact_id));
   }
 
   /**
-   * The outcome of each recipient claimed in this transaction, found by ctid: rows this
-   * transaction inserted cannot move under it, and a TID scan cannot be misplanned on a table
-   * whose statistics still describe it as empty (as broadcast_recipients is while a large first
-   * broadcast fills it).
-   *
-   * The account and broadcast are checked with IS NOT DISTINCT FROM (the same test for these
-   * non-null keys) because no index can serve it: written as `=`, the cached generic plan, which
-   * estimates one row for the broadcast on a table without statistics, scans every recipient of
-   * the broadcast so far through the primary key for each batch, and a 100,000-recipient fan-out
-   * slowed from thousands to about 200 recipients a second.
+   * Adds recipients with their outcomes, in one statement (arrays, so that every batch size is
+   * the same prepared statement). The primary key (broadcast, contact) is what makes a second
+   * message impossible: a contact already there fails the statement, and so the whole batch,
+   * rather than being messaged again. Written once with the outcome, rather than claimed first
+   * and updated once its message exists, a row costs one heap tuple and one entry per index
+   * instead of two, and no statement has to find a batch's rows again in a table whose
+   * statistics may still describe it as empty (a first large broadcast fills it).
    */
-  async recordOutcomes(
+  async addRecipients(
     trx: Tx,
     accountId: string,
     broadcastId: string,
-    outcomes: {
-      ctid: string;
+    recipients: {
+      contactId: string;
       conversationId: string | null;
       messageId: string | null;
       failureReason: string | null;
     }[],
+    now: Date,
   ): Promise<void> {
-    if (outcomes.length === 0) return;
+    if (recipients.length === 0) return;
     await sql`
-      UPDATE broadcast_recipients r
-      SET conversation_id = o.conversation_id, message_id = o.message_id, failure_reason = o.failure_reason
-      FROM unnest(${outcomes.map((o) => o.ctid)}::tid[], ${outcomes.map((o) => o.conversationId)}::text[],
-                  ${outcomes.map((o) => o.messageId)}::text[], ${outcomes.map((o) => o.failureReason)}::text[])
-        AS o(ctid, conversation_id, message_id, failure_reason)
-      WHERE r.ctid = o.ctid
-        AND (r.account_id, r.broadcast_id) IS NOT DISTINCT FROM (${accountId}, ${broadcastId})`.execute(
-      trx,
-    );
+      INSERT INTO broadcast_recipients
+        (account_id, broadcast_id, contact_id, conversation_id, message_id, failure_reason, created_at)
+      SELECT ${accountId}, ${broadcastId}, r.contact_id, r.conversation_id, r.message_id, r.failure_reason, ${now}
+      FROM unnest(${recipients.map((r) => r.contactId)}::text[], ${recipients.map((r) => r.conversationId)}::text[],
+                  ${recipients.map((r) => r.messageId)}::text[], ${recipients.map((r) => r.failureReason)}::text[])
+        AS r(contact_id, conversation_id, message_id, failure_reason)`.execute(trx);
   }
 
   /** Marks the first reply on a conversation for every broadcast awaiting one there; returns their ids. */

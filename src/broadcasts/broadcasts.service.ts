@@ -282,14 +282,15 @@ export class BroadcastsService {
         return 'done';
       }
 
-      const fresh = await this.deps.broadcasts.claimRecipients(
+      // Nobody is messaged twice: a contact already a recipient is skipped (and the recipient
+      // key fails the batch should one become so meanwhile).
+      const already = await this.deps.broadcasts.recipientsAmong(
         trx,
         accountId,
         id,
         batch.map((c) => c.id),
-        now,
       );
-      const recipients = batch.filter((c) => fresh.has(c.id)).map((c) => ({ contactId: c.id }));
+      const recipients = batch.filter((c) => !already.has(c.id)).map((c) => ({ contactId: c.id }));
       const queued = await this.deps.messages.queue(trx, accountId, {
         channel: b.channel,
         message: {
@@ -311,16 +312,17 @@ export class BroadcastsService {
         // recipient fails with the reason, as one outside the 24-hour window does.
         provider: provider.name,
       });
-      await this.deps.broadcasts.recordOutcomes(
+      await this.deps.broadcasts.addRecipients(
         trx,
         accountId,
         id,
         queued.results.map((r) => ({
-          ctid: fresh.get(r.contactId)!,
+          contactId: r.contactId,
           conversationId: r.row?.conversation_id ?? null,
           messageId: r.row?.id ?? null,
           failureReason: r.error?.message ?? null,
         })),
+        now,
       );
       // Refused by the rules (no identity on the channel, outside the window, merged away or
       // deleted since the batch was read): failed now. The rest count as the provider answers.

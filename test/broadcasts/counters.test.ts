@@ -7,6 +7,8 @@ import {
   createContact,
   createPrivateDatabase,
   getBroadcast,
+  recipientsOf,
+  runnerOf,
   startAppOn,
   type BroadcastJson,
 } from './broadcast-helpers.js';
@@ -101,5 +103,34 @@ describe('broadcast counts', () => {
     expect((await getBroadcast(acc, b.id)).stats).toEqual(stats);
     const list = await acc.call({ method: 'GET', url: '/v1/broadcasts' });
     expect(list.json().data).toEqual([expect.objectContaining({ id: b.id, stats })]);
+  });
+});
+
+describe('broadcast recipients', () => {
+  it('a contact is a recipient once: adding it again fails (and with it, its batch)', async () => {
+    const acc = await newAccount(t);
+    const c = await createContact(acc, { tags: ['vip'] });
+    const b = await createBroadcast(acc, { audience: { tags: ['vip'] } });
+    await runnerOf(t).drain();
+    expect((await getBroadcast(acc, b.id)).stats).toEqual({ ...ZERO, sent: 1 });
+    const [recipient] = await recipientsOf(t.db, acc.accountId, b.id);
+    expect(recipient).toMatchObject({ contact_id: c.id, failure_reason: null });
+    expect(recipient!.message_id).not.toBeNull();
+
+    await expect(
+      t.db.transaction().execute(async (trx) => {
+        expect(await repo.recipientsAmong(trx, acc.accountId, b.id, [c.id])).toEqual(
+          new Set([c.id]),
+        );
+        await repo.addRecipients(
+          trx,
+          acc.accountId,
+          b.id,
+          [{ contactId: c.id, conversationId: null, messageId: null, failureReason: 'again' }],
+          new Date(),
+        );
+      }),
+    ).rejects.toThrow(/broadcast_recipients_pkey/);
+    expect(await recipientsOf(t.db, acc.accountId, b.id)).toEqual([recipient]);
   });
 });

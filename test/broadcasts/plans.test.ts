@@ -64,65 +64,42 @@ async function genericPlan(query: CompiledQuery): Promise<string> {
 }
 
 describe('fan-out statement plans on a table without statistics', () => {
-  it("finds a batch's recipients by their ctid, never by reading the whole broadcast", async () => {
+  it("looks a batch's contacts up by the whole recipient key, never by reading the whole broadcast", async () => {
     const reltuples = await sql<{ reltuples: number }>`
       SELECT reltuples FROM pg_class WHERE relname = 'broadcast_recipients'`.execute(db);
     expect(reltuples.rows[0]?.reltuples).toBe(-1); // never analyzed
 
     statements.length = 0;
-    await db.transaction().execute((trx) =>
-      new BroadcastsRepository(db).recordOutcomes(trx, 'acc_plan', 'bc_plan', [
-        { ctid: '(0,1)', conversationId: 'conv_1', messageId: 'msg_1', failureReason: null },
-        {
-          ctid: '(0,2)',
-          conversationId: null,
-          messageId: null,
-          failureReason: 'outside the 24-hour window',
-        },
-      ]),
+    const batch = Array.from(
+      { length: 500 },
+      (_, i) => `con_${String(30000 + i).padStart(8, '0')}`,
     );
-    const update = statements.find((q) => q.sql.includes('UPDATE broadcast_recipients'));
-    expect(update).toBeDefined();
+    await db
+      .transaction()
+      .execute((trx) =>
+        new BroadcastsRepository(db).recipientsAmong(trx, 'acc_plan', 'bc_plan', batch),
+      );
+    const lookup = statements.find((q) => q.sql.includes('from "broadcast_recipients"'));
+    expect(lookup).toBeDefined();
 
-    const plan = await genericPlan(update!);
-    expect(plan).toContain('Tid Scan on broadcast_recipients');
-    expect(plan).not.toContain('broadcast_recipients_pkey');
+    const plan = await genericPlan(lookup!);
+    expect(plan).toMatch(/Index (Only )?Scan using broadcast_recipients_pkey/);
+    expect(plan).toMatch(/contact_id = ANY/);
     expect(plan).not.toContain('Seq Scan on broadcast_recipients');
   });
 
-  it('still updates only rows of the given account and broadcast', async () => {
-    const { rows } = await sql<{ ctid: string; contact_id: string }>`
-      SELECT ctid::text AS ctid, contact_id FROM broadcast_recipients ORDER BY contact_id LIMIT 1`.execute(
-      db,
-    );
-    const target = rows[0]!;
+  it('finds only recipients of the given account and broadcast', async () => {
     const repo = new BroadcastsRepository(db);
-    const outcome = {
-      ctid: target.ctid,
-      conversationId: null,
-      messageId: null,
-      failureReason: 'probe',
-    };
-
-    await db
-      .transaction()
-      .execute((trx) => repo.recordOutcomes(trx, 'acc_other', 'bc_plan', [outcome]));
-    await db
-      .transaction()
-      .execute((trx) => repo.recordOutcomes(trx, 'acc_plan', 'bc_other', [outcome]));
-    const untouched = await sql<{ failure_reason: string | null }>`
-      SELECT failure_reason FROM broadcast_recipients WHERE contact_id = ${target.contact_id}`.execute(
-      db,
-    );
-    expect(untouched.rows[0]?.failure_reason).toBeNull();
-
-    await db
-      .transaction()
-      .execute((trx) => repo.recordOutcomes(trx, 'acc_plan', 'bc_plan', [outcome]));
-    const updated = await sql<{ failure_reason: string | null }>`
-      SELECT failure_reason FROM broadcast_recipients WHERE contact_id = ${target.contact_id}`.execute(
-      db,
-    );
-    expect(updated.rows[0]?.failure_reason).toBe('probe');
+    const contacts = ['con_00000001', 'con_00000002', 'con_99999999'];
+    const among = (accountId: string, broadcastId: string) =>
+      db
+        .transaction()
+        .execute((trx) => repo.recipientsAmong(trx, accountId, broadcastId, contacts));
+    expect([...(await among('acc_plan', 'bc_plan'))].sort()).toEqual([
+      'con_00000001',
+      'con_00000002',
+    ]);
+    expect((await among('acc_other', 'bc_plan')).size).toBe(0);
+    expect((await among('acc_plan', 'bc_other')).size).toBe(0);
   });
 });
