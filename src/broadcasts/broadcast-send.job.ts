@@ -3,6 +3,11 @@ import type { BroadcastsService } from './broadcasts.service.js';
 
 // A slice of batches per claim keeps one large broadcast from holding a worker slot for long.
 const SLICE_MS = 2_000;
+/**
+ * Batches with the provider at once (besides the one being recorded `queued`): while one batch's
+ * calls wait on the provider and another's answers are being recorded, both have work.
+ */
+const IN_FLIGHT = 2;
 
 /** Sends a broadcast batch by batch, pacing batches to the channel's rate when one is set. */
 export function broadcastSendJob(broadcasts: BroadcastsService): JobHandler<'broadcast.send'> {
@@ -24,27 +29,40 @@ export function broadcastSendJob(broadcasts: BroadcastsService): JobHandler<'bro
           afterMs: Math.max(0, interval - (performance.now() - batchStarted)),
         };
       }
-      // Unpaced: batch k+1 is recorded while batch k is with the provider (one in flight at
-      // most); the broadcast finishes only after the last dispatch has returned.
+      // Unpaced: the next batch is recorded `queued` while up to IN_FLIGHT earlier ones are
+      // with the provider; the broadcast finishes only after the last dispatch has returned.
       const started = performance.now();
-      let inFlight: Promise<void> | null = null;
+      const inFlight = new Set<Promise<void>>();
+      // A failed dispatch fails the run where the loop next looks, not as an unobserved
+      // rejection (which would end the process).
+      const failures: unknown[] = [];
+      const settle = async (wait: 'none' | 'one' | 'all') => {
+        if (wait === 'one' && inFlight.size > 0) await Promise.race(inFlight);
+        if (wait === 'all') await Promise.all(inFlight);
+        if (failures.length > 0) throw failures[0];
+      };
       try {
         for (;;) {
-          const step = await broadcasts.queueNextBatch(job.accountId, id, inFlight === null);
+          const step = await broadcasts.queueNextBatch(job.accountId, id, inFlight.size === 0);
           if (step === 'done') return { status: 'done' };
-          const previous = inFlight;
-          inFlight = null;
-          await previous;
-          if (step === 'drained') continue;
-          inFlight = step.dispatch();
+          if (step === 'drained') {
+            await settle('all');
+            continue;
+          }
+          await settle(inFlight.size < IN_FLIGHT ? 'none' : 'one');
+          const dispatch: Promise<void> = step
+            .dispatch()
+            .catch((error: unknown) => void failures.push(error))
+            .finally(() => inFlight.delete(dispatch));
+          inFlight.add(dispatch);
           if (performance.now() - started > SLICE_MS) {
-            await inFlight;
+            await settle('all');
             return { status: 'continue', afterMs: 0 };
           }
         }
       } finally {
         // A failure must not leave a dispatch running unobserved past the job's end.
-        await inFlight?.catch(() => undefined);
+        await Promise.all(inFlight);
       }
     },
     onDead: (trx, job, lastError) =>

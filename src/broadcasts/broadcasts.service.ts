@@ -178,10 +178,7 @@ export class BroadcastsService {
           `only a scheduled broadcast can be cancelled; this one is ${row.status}`,
         );
       return toBroadcast(
-        await this.deps.broadcasts.update(trx, scope.accountId, id, {
-          status: 'draft',
-          updated_at: this.deps.clock.now(),
-        }),
+        await this.patch(trx, row, { status: 'draft', updated_at: this.deps.clock.now() }),
       );
     });
   }
@@ -232,7 +229,7 @@ export class BroadcastsService {
         // Sending starts at scheduled_at, and so does the audience, even when a worker comes late.
         const startedAt =
           b.scheduled_at && b.scheduled_at.getTime() < now.getTime() ? b.scheduled_at : now;
-        b = await this.deps.broadcasts.update(trx, accountId, id, {
+        b = await this.patch(trx, b, {
           status: 'sending',
           started_at: startedAt,
           updated_at: now,
@@ -252,7 +249,7 @@ export class BroadcastsService {
           );
           language = rendered.language;
           if (b.rendered_content === null)
-            b = await this.deps.broadcasts.update(trx, accountId, id, {
+            b = await this.patch(trx, b, {
               rendered_content: rendered.content,
               updated_at: now,
             });
@@ -275,7 +272,7 @@ export class BroadcastsService {
       if (batch.length === 0) {
         if (!mayFinish) return 'drained';
         const status = b.sent === 0 && b.failed > 0 ? 'failed' : 'sent';
-        const done = await this.deps.broadcasts.update(trx, accountId, id, {
+        const done = await this.patch(trx, b, {
           status,
           failure_reason: status === 'failed' ? 'no recipient could be sent the message' : null,
           completed_at: now,
@@ -285,14 +282,15 @@ export class BroadcastsService {
         return 'done';
       }
 
-      const fresh = await this.deps.broadcasts.claimRecipients(
+      // Nobody is messaged twice: a contact already a recipient is skipped (and the recipient
+      // key fails the batch should one become so meanwhile).
+      const already = await this.deps.broadcasts.recipientsAmong(
         trx,
         accountId,
         id,
         batch.map((c) => c.id),
-        now,
       );
-      const recipients = batch.filter((c) => fresh.has(c.id)).map((c) => ({ contactId: c.id }));
+      const recipients = batch.filter((c) => !already.has(c.id)).map((c) => ({ contactId: c.id }));
       const queued = await this.deps.messages.queue(trx, accountId, {
         channel: b.channel,
         message: {
@@ -314,16 +312,17 @@ export class BroadcastsService {
         // recipient fails with the reason, as one outside the 24-hour window does.
         provider: provider.name,
       });
-      await this.deps.broadcasts.recordOutcomes(
+      await this.deps.broadcasts.addRecipients(
         trx,
         accountId,
         id,
         queued.results.map((r) => ({
-          ctid: fresh.get(r.contactId)!,
+          contactId: r.contactId,
           conversationId: r.row?.conversation_id ?? null,
           messageId: r.row?.id ?? null,
           failureReason: r.error?.message ?? null,
         })),
+        now,
       );
       // Refused by the rules (no identity on the channel, outside the window, merged away or
       // deleted since the batch was read): failed now. The rest count as the provider answers.
@@ -380,7 +379,7 @@ export class BroadcastsService {
     const b = await this.deps.broadcasts.lock(trx, accountId, id);
     if (!b || (b.status !== 'sending' && b.status !== 'scheduled')) return;
     const now = this.deps.clock.now();
-    const done = await this.deps.broadcasts.update(trx, accountId, id, {
+    const done = await this.patch(trx, b, {
       status: 'failed',
       failure_reason: reason.slice(0, 2000),
       completed_at: now,
@@ -397,6 +396,16 @@ export class BroadcastsService {
    */
   async failForGood(trx: Tx, accountId: string, id: string, reason: string): Promise<void> {
     await this.end(trx, accountId, id, `sending stopped after repeated failures: ${reason}`, true);
+  }
+
+  /** Updates the locked broadcast `b`; answers it as it now stands, with its counts as read. */
+  private async patch(
+    trx: Tx,
+    b: BroadcastRow,
+    patch: Parameters<BroadcastsRepository['update']>[3],
+  ): Promise<BroadcastRow> {
+    await this.deps.broadcasts.update(trx, b.account_id, b.id, patch);
+    return { ...b, ...patch };
   }
 
   batchSize(channel: Channel): number {

@@ -23,6 +23,7 @@ import * as m009 from './migrations/009_connection_insert_notify.js';
 import * as m010 from './migrations/010_contact_identities.js';
 import * as m011 from './migrations/011_event_notify.js';
 import * as m012 from './migrations/012_webchat_visitors.js';
+import * as m013 from './migrations/013_broadcast_counters.js';
 
 export type Db = Kysely<Tables>;
 export type Tx = Transaction<Tables>;
@@ -112,6 +113,7 @@ const migrations: Record<string, Migration> = {
   '010_contact_identities': m010,
   '011_event_notify': m011,
   '012_webchat_visitors': m012,
+  '013_broadcast_counters': m013,
 };
 
 /** Applies pending migrations; Kysely's migrator takes a lock, so concurrent starts are safe. */

@@ -261,6 +261,21 @@ export interface BroadcastRecipientsTable {
   created_at: Timestamp;
 }
 
+/**
+ * Added to the counts in `broadcasts` (see migration 013): one row per broadcast and slot, a slot
+ * per database connection, so that concurrent transactions add to different rows.
+ */
+export interface BroadcastCountersTable {
+  account_id: string;
+  broadcast_id: string;
+  slot: number;
+  sent: Generated<number>;
+  delivered: Generated<number>;
+  read: Generated<number>;
+  replied: Generated<number>;
+  failed: Generated<number>;
+}
+
 export type ConnectionProvider = 'whatsapp_cloud' | 'messenger' | 'instagram' | 'webchat';
 
 export interface ChannelConnectionsTable {
@@ -318,6 +333,7 @@ export interface Tables {
   media: MediaTable;
   broadcasts: BroadcastsTable;
   broadcast_recipients: BroadcastRecipientsTable;
+  broadcast_counters: BroadcastCountersTable;
   webhooks: WebhooksTable;
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_attempts: WebhookAttemptsTable;

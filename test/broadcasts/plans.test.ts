@@ -2,6 +2,7 @@ import { Kysely, PostgresDialect, sql, type CompiledQuery } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BroadcastsRepository } from '../../src/broadcasts/broadcasts.repository.js';
+import { MessagesRepository } from '../../src/messages/messages.repository.js';
 import type { Tables } from '../../src/db/schema.js';
 import { createPrivateDatabase } from '../helpers.js';
 
@@ -29,6 +30,18 @@ beforeAll(async () => {
     INSERT INTO broadcast_recipients (account_id, broadcast_id, contact_id, created_at)
     SELECT 'acc_plan', 'bc_plan', 'con_' || lpad(i::text, 8, '0'), now()
     FROM generate_series(1, 20000) AS i`.execute(db);
+  // And its messages, whose provider answers each batch records: enough that reading them all
+  // costs more than looking a batch's up one by one (on a smaller table the planner may rightly
+  // read it whole).
+  await sql`ALTER TABLE messages SET (autovacuum_enabled = false)`.execute(db);
+  await sql`
+    INSERT INTO messages (account_id, id, conversation_id, direction, type, content, status,
+                          template_name, template_language, template_params, broadcast_id,
+                          created_at, updated_at)
+    SELECT 'acc_plan', 'msg_' || lpad(i::text, 8, '0'), 'conv_' || i, 'outbound', 'template',
+           'Hi there, your order #SPRING-SALE has shipped and will arrive soon', 'queued',
+           'order_shipped', 'en', '["there", "#SPRING-SALE"]', 'bc_plan', now(), now()
+    FROM generate_series(1, 100000) AS i`.execute(db);
 });
 
 afterAll(async () => {
@@ -36,7 +49,7 @@ afterAll(async () => {
   await database.drop();
 });
 
-/** A parameter as an SQL literal (EXECUTE takes no bind parameters); arrays of text or null. */
+/** A parameter as an SQL literal (EXECUTE takes no bind parameters): text, arrays of text, dates. */
 function literal(value: unknown): string {
   if (value === null) return 'NULL';
   if (Array.isArray(value)) {
@@ -46,6 +59,7 @@ function literal(value: unknown): string {
     return pg.escapeLiteral(`{${items.join(',')}}`);
   }
   if (typeof value === 'string') return pg.escapeLiteral(value);
+  if (value instanceof Date) return pg.escapeLiteral(value.toISOString());
   throw new TypeError(`no literal for ${typeof value}`);
 }
 
@@ -64,65 +78,64 @@ async function genericPlan(query: CompiledQuery): Promise<string> {
 }
 
 describe('fan-out statement plans on a table without statistics', () => {
-  it("finds a batch's recipients by their ctid, never by reading the whole broadcast", async () => {
+  it("looks a batch's contacts up by the whole recipient key, never by reading the whole broadcast", async () => {
     const reltuples = await sql<{ reltuples: number }>`
       SELECT reltuples FROM pg_class WHERE relname = 'broadcast_recipients'`.execute(db);
     expect(reltuples.rows[0]?.reltuples).toBe(-1); // never analyzed
 
     statements.length = 0;
-    await db.transaction().execute((trx) =>
-      new BroadcastsRepository(db).recordOutcomes(trx, 'acc_plan', 'bc_plan', [
-        { ctid: '(0,1)', conversationId: 'conv_1', messageId: 'msg_1', failureReason: null },
-        {
-          ctid: '(0,2)',
-          conversationId: null,
-          messageId: null,
-          failureReason: 'outside the 24-hour window',
-        },
-      ]),
+    const batch = Array.from(
+      { length: 500 },
+      (_, i) => `con_${String(30000 + i).padStart(8, '0')}`,
     );
-    const update = statements.find((q) => q.sql.includes('UPDATE broadcast_recipients'));
-    expect(update).toBeDefined();
+    await db
+      .transaction()
+      .execute((trx) =>
+        new BroadcastsRepository(db).recipientsAmong(trx, 'acc_plan', 'bc_plan', batch),
+      );
+    const lookup = statements.find((q) => q.sql.includes('from "broadcast_recipients"'));
+    expect(lookup).toBeDefined();
 
-    const plan = await genericPlan(update!);
-    expect(plan).toContain('Tid Scan on broadcast_recipients');
-    expect(plan).not.toContain('broadcast_recipients_pkey');
+    const plan = await genericPlan(lookup!);
+    expect(plan).toMatch(/Index (Only )?Scan using broadcast_recipients_pkey/);
+    expect(plan).toMatch(/contact_id = ANY/);
     expect(plan).not.toContain('Seq Scan on broadcast_recipients');
   });
 
-  it('still updates only rows of the given account and broadcast', async () => {
-    const { rows } = await sql<{ ctid: string; contact_id: string }>`
-      SELECT ctid::text AS ctid, contact_id FROM broadcast_recipients ORDER BY contact_id LIMIT 1`.execute(
-      db,
-    );
-    const target = rows[0]!;
+  it('finds only recipients of the given account and broadcast', async () => {
     const repo = new BroadcastsRepository(db);
-    const outcome = {
-      ctid: target.ctid,
-      conversationId: null,
-      messageId: null,
-      failureReason: 'probe',
-    };
+    const contacts = ['con_00000001', 'con_00000002', 'con_99999999'];
+    const among = (accountId: string, broadcastId: string) =>
+      db
+        .transaction()
+        .execute((trx) => repo.recipientsAmong(trx, accountId, broadcastId, contacts));
+    expect([...(await among('acc_plan', 'bc_plan'))].sort()).toEqual([
+      'con_00000001',
+      'con_00000002',
+    ]);
+    expect((await among('acc_other', 'bc_plan')).size).toBe(0);
+    expect((await among('acc_plan', 'bc_other')).size).toBe(0);
+  });
 
-    await db
-      .transaction()
-      .execute((trx) => repo.recordOutcomes(trx, 'acc_other', 'bc_plan', [outcome]));
-    await db
-      .transaction()
-      .execute((trx) => repo.recordOutcomes(trx, 'acc_plan', 'bc_other', [outcome]));
-    const untouched = await sql<{ failure_reason: string | null }>`
-      SELECT failure_reason FROM broadcast_recipients WHERE contact_id = ${target.contact_id}`.execute(
-      db,
+  it("records a batch's provider answers by each message's key, never by reading the account's messages", async () => {
+    statements.length = 0;
+    await db.transaction().execute((trx) =>
+      new MessagesRepository(db).recordOutcomes(
+        trx,
+        'acc_plan',
+        Array.from({ length: 500 }, (_, i) => ({
+          id: `msg_${String(i + 1).padStart(8, '0')}`,
+          status: 'sent' as const,
+          providerMessageId: `wamid.${i}`,
+        })),
+        new Date(),
+      ),
     );
-    expect(untouched.rows[0]?.failure_reason).toBeNull();
+    const update = statements.find((q) => q.sql.includes('UPDATE messages'));
+    expect(update).toBeDefined();
 
-    await db
-      .transaction()
-      .execute((trx) => repo.recordOutcomes(trx, 'acc_plan', 'bc_plan', [outcome]));
-    const updated = await sql<{ failure_reason: string | null }>`
-      SELECT failure_reason FROM broadcast_recipients WHERE contact_id = ${target.contact_id}`.execute(
-      db,
-    );
-    expect(updated.rows[0]?.failure_reason).toBe('probe');
+    const plan = await genericPlan(update!);
+    expect(plan).toContain('Index Scan using messages_pkey on messages');
+    expect(plan).not.toMatch(/(Seq|Bitmap Heap) Scan on messages/);
   });
 });
