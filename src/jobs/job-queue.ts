@@ -1,4 +1,4 @@
-import { sql, type Insertable } from 'kysely';
+import { sql, type Insertable, type RawBuilder } from 'kysely';
 import type { Clock } from '../clock.js';
 import type { Db, Tx } from '../db/database.js';
 import type { JobsTable } from '../db/schema.js';
@@ -34,6 +34,25 @@ export type NewJob = {
   kind: JobKind;
   payload: JobPayloads[JobKind];
 } & JobTiming;
+
+/** A job its caller has claimed, as long as `locked_until` still holds the caller's lease. */
+export interface HeldJob {
+  accountId: string;
+  id: string;
+  lease: Date;
+}
+
+/**
+ * The DELETE of finished jobs their callers hold: a job whose lease was taken over meanwhile
+ * is left alone. A statement of its own, or the last part of a caller's (after its WITH).
+ */
+export function deleteHeldJobs(jobs: HeldJob[]): RawBuilder<unknown> {
+  return sql`
+    DELETE FROM jobs j
+    USING unnest(${jobs.map((j) => j.accountId)}::text[], ${jobs.map((j) => j.id)}::text[],
+                 ${jobs.map((j) => j.lease)}::timestamptz[]) AS v(account_id, id, locked_until)
+    WHERE j.account_id = v.account_id AND j.id = v.id AND j.locked_until = v.locked_until`;
+}
 
 /** Writes jobs inside the caller's transaction, so a job exists exactly when its cause committed. */
 export class JobQueue {
@@ -87,18 +106,8 @@ export class JobQueue {
   }
 
   /** Deletes finished jobs their callers hold (each under its lease), in one statement. */
-  async finishMany(
-    trx: Tx | Db,
-    jobs: { accountId: string; id: string; lease: Date }[],
-  ): Promise<void> {
-    if (jobs.length === 0) return;
-    await sql`
-      DELETE FROM jobs j
-      USING unnest(${jobs.map((j) => j.accountId)}::text[], ${jobs.map((j) => j.id)}::text[],
-                   ${jobs.map((j) => j.lease)}::timestamptz[]) AS v(account_id, id, locked_until)
-      WHERE j.account_id = v.account_id AND j.id = v.id AND j.locked_until = v.locked_until`.execute(
-      trx,
-    );
+  async finishMany(trx: Tx | Db, jobs: HeldJob[]): Promise<void> {
+    if (jobs.length > 0) await deleteHeldJobs(jobs).execute(trx);
   }
 
   /**

@@ -1,6 +1,7 @@
 import { sql, type Insertable, type Selectable } from 'kysely';
 import type { Db } from '../../db/database.js';
 import type { InboundWebhooksTable, JobsTable } from '../../db/schema.js';
+import { deleteHeldJobs, type HeldJob } from '../../jobs/job-queue.js';
 
 export type InboundWebhookRow = Selectable<InboundWebhooksTable>;
 
@@ -40,13 +41,24 @@ export class InboundWebhooksRepository {
     return rows.rows;
   }
 
-  async markProcessedMany(keys: { accountId: string; id: string }[], now: Date): Promise<void> {
+  /**
+   * Marks webhooks processed and deletes the finished jobs their processor holds (each under
+   * its lease), in one statement.
+   */
+  async markProcessedMany(
+    keys: { accountId: string; id: string }[],
+    jobs: HeldJob[],
+    now: Date,
+  ): Promise<void> {
     if (keys.length === 0) return;
     await sql`
-      UPDATE inbound_webhooks w SET processed_at = ${now}
-      FROM unnest(${keys.map((k) => k.accountId)}::text[], ${keys.map((k) => k.id)}::text[])
-        AS k(account_id, id)
-      WHERE w.account_id = k.account_id AND w.id = k.id`.execute(this.db);
+      WITH processed AS (
+        UPDATE inbound_webhooks w SET processed_at = ${now}
+        FROM unnest(${keys.map((k) => k.accountId)}::text[], ${keys.map((k) => k.id)}::text[])
+          AS k(account_id, id)
+        WHERE w.account_id = k.account_id AND w.id = k.id
+      )
+      ${deleteHeldJobs(jobs)}`.execute(this.db);
   }
 
   async markProcessed(accountId: string, id: string, now: Date): Promise<void> {

@@ -5,7 +5,7 @@ import type { ReadCache } from '../../db/read-cache.js';
 import type { Transactor } from '../../db/transactor.js';
 import { AppError, Forbidden, NotFound, Unauthorized, Unavailable } from '../../errors.js';
 import { newId } from '../../ids.js';
-import type { JobQueue } from '../../jobs/job-queue.js';
+import type { HeldJob, JobQueue } from '../../jobs/job-queue.js';
 import type { JobOutcome } from '../../jobs/job-runner.js';
 import { MediaUrlRefused, type MediaService } from '../../media/media.service.js';
 import type {
@@ -80,10 +80,12 @@ interface ProcessItem {
   attempt: number;
   /** The stored row, when the caller has it (it has just stored it); else read. */
   row?: InboundWebhookRow;
+  /** The job the caller holds for it, deleted with its processed mark when it is done. */
+  job?: HeldJob;
 }
 
 /** How processing a webhook ended, or why it failed (thrown back to its job alone). */
-type ProcessResult = { outcome: JobOutcome } | { error: unknown };
+type ProcessResult = { outcome: JobOutcome; jobFinished?: true } | { error: unknown };
 
 /** A webhook whose messages are all plain (see plainMessages), on its way to receiveMany. */
 interface PlainWebhook {
@@ -133,7 +135,7 @@ export class InboundWebhooksService {
   private readonly whenSettled: Array<() => void> = [];
 
   /** Jobs of webhooks processed in-process, deleted together once done. */
-  private readonly finishedJobs = new Batcher<{ accountId: string; id: string; lease: Date }, void>(
+  private readonly finishedJobs = new Batcher<HeldJob, void>(
     async (jobs) => {
       await this.deps.jobs.finishMany(this.deps.tx.db, jobs);
       return jobs.map(() => undefined);
@@ -275,8 +277,16 @@ export class InboundWebhooksService {
       let outcome: JobOutcome;
       try {
         // The row just stored: no need to read it back.
-        const result = await this.processing.submit({ accountId, webhookId, attempt: 1, row });
+        const result = await this.processing.submit({
+          accountId,
+          webhookId,
+          attempt: 1,
+          row,
+          job: { accountId, ...job },
+        });
         if ('error' in result) throw result.error;
+        // Deleted with the webhook's processed mark already.
+        if (result.jobFinished) return;
         outcome = result.outcome;
       } catch (err) {
         log.warn({ err }, 'inbound webhook: processing failed; will retry');
@@ -341,7 +351,7 @@ export class InboundWebhooksService {
     const found = await Promise.all(ids.map((id) => this.connectionById(id)));
     const connectionById = new Map(ids.map((id, i) => [id, found[i]]));
     const results: ProcessResult[] = items.map(() => ({ outcome: { status: 'done' } }));
-    const finished: Array<{ accountId: string; id: string }> = [];
+    const finished: number[] = [];
     const plain: PlainWebhook[] = [];
     const others: Array<Promise<void>> = [];
     items.forEach((item, i) => {
@@ -349,7 +359,7 @@ export class InboundWebhooksService {
       if (!row || row.processed_at !== null) return;
       const log = this.deps.log.child({ webhook: item.webhookId });
       const read = this.read(row, connectionById.get(row.connection_id), log);
-      if (read === null) return void finished.push(keys[i]!);
+      if (read === null) return void finished.push(i);
       const content = plainContent(read.connection.channel, read.content);
       if (content !== null)
         return void plain.push({ index: i, key: keys[i]!, attempt: item.attempt, ...content, log });
@@ -363,9 +373,16 @@ export class InboundWebhooksService {
     try {
       for (const [i, result] of await this.recordPlain(plain)) {
         results[i] = result;
-        if ('outcome' in result && result.outcome.status === 'done') finished.push(keys[i]!);
+        if ('outcome' in result && result.outcome.status === 'done') finished.push(i);
       }
-      await this.deps.webhooks.markProcessedMany(finished, this.deps.clock.now());
+      // Marked processed, and the jobs of those processed in-process deleted, in one statement.
+      await this.deps.webhooks.markProcessedMany(
+        finished.map((i) => keys[i]!),
+        finished.flatMap((i) => (items[i]!.job ? [items[i]!.job!] : [])),
+        this.deps.clock.now(),
+      );
+      for (const i of finished)
+        if (items[i]!.job) results[i] = { outcome: { status: 'done' }, jobFinished: true };
     } finally {
       // Never answer before the webhooks on their own path are done: a group that failed is
       // run again, and must not run them twice at once.
