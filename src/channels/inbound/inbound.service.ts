@@ -378,7 +378,10 @@ export class InboundWebhooksService {
       // Marked processed, and the jobs of those processed in-process deleted, in one statement.
       await this.deps.webhooks.markProcessedMany(
         finished.map((i) => keys[i]!),
-        finished.flatMap((i) => (items[i]!.job ? [items[i]!.job!] : [])),
+        finished.flatMap((i) => {
+          const job = items[i]!.job;
+          return job ? [job] : [];
+        }),
         this.deps.clock.now(),
       );
       for (const i of finished)
