@@ -116,6 +116,16 @@ export async function createUser(
   return res.json();
 }
 
+/** The ids of the account's `message.send` jobs (none once every send has settled). */
+export async function sendJobsOf(db: Db, accountId: string): Promise<{ id: string }[]> {
+  return db
+    .selectFrom('jobs')
+    .select('id')
+    .where('account_id', '=', accountId)
+    .where('kind', '=', 'message.send')
+    .execute();
+}
+
 /** The account's events, oldest first, with `data` parsed. */
 export async function eventsOf(
   db: Db,

@@ -10,6 +10,34 @@
  * A group shares a statement, never a fate: when a batch fails, each of its items is run again
  * alone, so one caller's bad input (or a lost deadlock) fails that caller only.
  */
+export type Settled<O> = { ok: O } | { error: unknown };
+
+/**
+ * Runs items as one group and, when the group fails, each item again alone: one item's bad
+ * input (or a lost deadlock) fails that item only. `run` returns results aligned with its input.
+ */
+export async function runIsolated<I, O>(
+  run: (items: I[]) => Promise<readonly O[]>,
+  items: I[],
+): Promise<Settled<O>[]> {
+  try {
+    const results = await run(items);
+    return items.map((_, i) => ({ ok: results[i] as O }));
+  } catch (error) {
+    if (items.length === 1) return [{ error }];
+    return Promise.all(
+      items.map(async (item): Promise<Settled<O>> => {
+        try {
+          const [ok] = await run([item]);
+          return { ok: ok as O };
+        } catch (error) {
+          return { error };
+        }
+      }),
+    );
+  }
+}
+
 export class Batcher<I, O> {
   private queue: Array<{ item: I; resolve: (out: O) => void; reject: (err: unknown) => void }> = [];
   private running = 0;
@@ -31,27 +59,20 @@ export class Batcher<I, O> {
     });
   }
 
-  private async runAlone(entry: (typeof this.queue)[number]): Promise<void> {
-    try {
-      const [result] = await this.run([entry.item]);
-      entry.resolve(result as O);
-    } catch (err) {
-      entry.reject(err);
-    }
-  }
-
   private async drain(): Promise<void> {
     this.running++;
     try {
       while (this.queue.length > 0) {
         const batch = this.queue.splice(0, this.maxBatch);
-        try {
-          const results = await this.run(batch.map((entry) => entry.item));
-          batch.forEach((entry, i) => entry.resolve(results[i] as O));
-        } catch (err) {
-          if (batch.length === 1) batch[0]!.reject(err);
-          else await Promise.all(batch.map((entry) => this.runAlone(entry)));
-        }
+        const settled = await runIsolated(
+          this.run,
+          batch.map((entry) => entry.item),
+        );
+        batch.forEach((entry, i) => {
+          const result = settled[i]!;
+          if ('ok' in result) entry.resolve(result.ok);
+          else entry.reject(result.error);
+        });
       }
     } finally {
       this.running--;

@@ -183,6 +183,38 @@ export async function createContact(
   return res.json();
 }
 
+/** `PUT /v1/channels/whatsapp` again for the connection, with some of its credentials changed. */
+export function reconnect(
+  c: Connected,
+  changes: { access_token?: string; app_secret?: string } = {},
+): Promise<LightMyRequestResponse> {
+  return c.acc.call({
+    method: 'PUT',
+    url: '/v1/channels/whatsapp',
+    payload: {
+      provider: 'whatsapp_cloud',
+      phone_number_id: c.phoneNumberId,
+      business_account_id: c.businessAccountId,
+      access_token: c.accessToken,
+      app_secret: c.appSecret,
+      ...changes,
+    },
+  });
+}
+
+/**
+ * A text sent (accepted by the fake Graph) to a contact who wrote first: the contact, the
+ * message's id and wamid, and the recipient's wa_id.
+ */
+export async function sentText(e: E2E, c: Connected) {
+  const contact = await createContact(c.acc);
+  await contactWrites(e, c, contact);
+  const res = await send(c, { contact_id: contact.id, type: 'text', content: 'on its way' });
+  expect(res.json()).toMatchObject({ status: 'sent' });
+  const row = await messageRow(e, c.acc.accountId, res.json().id);
+  return { contact, id: row.id, wamid: row.provider_message_id!, to: contact.phone.slice(1) };
+}
+
 /** The contact writes on WhatsApp (a signed webhook, processed): the 24-hour window opens. */
 export async function contactWrites(
   e: E2E,

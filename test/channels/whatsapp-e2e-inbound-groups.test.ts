@@ -18,13 +18,12 @@ import {
 import {
   business,
   connectedAccount,
-  contactWrites,
   createContact,
   drain,
   events,
   jobsOf,
   messageRow,
-  send,
+  sentText,
   startE2E,
   type Connected,
   type E2E,
@@ -80,20 +79,10 @@ async function webhooksOf(accountId: string) {
     .execute();
 }
 
-/** A text sent (accepted by the fake Graph) to a contact who wrote first: its id and wamid. */
-async function sentText(c: Connected) {
-  const contact = await createContact(c.acc);
-  await contactWrites(e, c, contact);
-  const res = await send(c, { contact_id: contact.id, type: 'text', content: 'on its way' });
-  expect(res.json()).toMatchObject({ status: 'sent' });
-  const row = await messageRow(e, c.acc.accountId, res.json().id);
-  return { id: row.id, wamid: row.provider_message_id!, to: contact.phone.slice(1) };
-}
-
 describe('delivery reports processed together', () => {
   it('move each message forward only, each move once with its event, and hold back a webhook naming a message not known yet', async () => {
     const c = await connectedAccount(e);
-    const [a, b, f] = [await sentText(c), await sentText(c), await sentText(c)];
+    const [a, b, f] = [await sentText(e, c), await sentText(e, c), await sentText(e, c)];
     const statusMany = vi.spyOn(e.t.services.messages, 'applyProviderStatusMany');
     const unknown = wamid();
     const failed = waStatus.failed(f.wamid, f.to, {

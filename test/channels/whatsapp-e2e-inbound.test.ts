@@ -14,16 +14,14 @@ import {
   PUBLIC_URL,
   business,
   connectedAccount,
-  contactWrites,
-  createContact,
   deliver,
   drain,
   events,
   jobsOf,
   messageRow,
-  send,
+  reconnect,
+  sentText,
   startE2E,
-  type Connected,
   type E2E,
 } from './whatsapp-e2e-helpers.js';
 
@@ -50,16 +48,6 @@ async function contactsOf(accountId: string) {
     .select(['id', 'phone', 'name'])
     .where('account_id', '=', accountId)
     .execute();
-}
-
-/** A text sent (accepted) to a contact who wrote first; answers the message and its wamid. */
-async function sentText(c: Connected) {
-  const contact = await createContact(c.acc);
-  await contactWrites(e, c, contact);
-  const res = await send(c, { contact_id: contact.id, type: 'text', content: 'on its way' });
-  expect(res.json()).toMatchObject({ status: 'sent' });
-  const row = await messageRow(e, c.acc.accountId, res.json().id);
-  return { contact, id: row.id, wamid: row.provider_message_id!, to: contact.phone.slice(1) };
 }
 
 describe('the webhook route of a connection made through the API', () => {
@@ -89,17 +77,7 @@ describe('the webhook route of a connection made through the API', () => {
     // Cached by this delivery.
     expect((await postSignedWebhook(c.webhookUrl, payload, c.appSecret)).status).toBe(200);
     const rotated = randomBytes(16).toString('hex');
-    const res = await c.acc.call({
-      method: 'PUT',
-      url: '/v1/channels/whatsapp',
-      payload: {
-        provider: 'whatsapp_cloud',
-        phone_number_id: c.phoneNumberId,
-        business_account_id: c.businessAccountId,
-        access_token: c.accessToken,
-        app_secret: rotated,
-      },
-    });
+    const res = await reconnect(c, { app_secret: rotated });
     expect(res.statusCode, res.body).toBe(200);
     expect((await postSignedWebhook(c.webhookUrl, payload, c.appSecret)).status).toBe(401);
     expect((await postSignedWebhook(c.webhookUrl, payload, rotated)).status).toBe(200);
@@ -255,7 +233,7 @@ describe('inbound messages through the real route', () => {
 describe('status webhooks on messages sent through the API', () => {
   it('read before delivered: read, one message.read, and the late delivered changes nothing', async () => {
     const c = await connectedAccount(e);
-    const m = await sentText(c);
+    const m = await sentText(e, c);
     await deliver(c, statusWebhook(business(c), waStatus.read(m.wamid, m.to)));
     await drain(e, c.acc.accountId);
     await deliver(c, statusWebhook(business(c), waStatus.delivered(m.wamid, m.to)));
@@ -276,7 +254,7 @@ describe('status webhooks on messages sent through the API', () => {
 
   it('failed with errors[0]: its code and title as failure_reason, and message.failed once', async () => {
     const c = await connectedAccount(e);
-    const m = await sentText(c);
+    const m = await sentText(e, c);
     const failed = waStatus.failed(m.wamid, m.to, {
       code: 131047,
       title: 'Re-engagement message',

@@ -15,6 +15,7 @@ import {
   jobsOf,
   messageRow,
   outboundRows,
+  reconnect,
   send,
   startE2E,
   whatsappBody,
@@ -247,17 +248,7 @@ describe('the connection behind the sends', () => {
       error: said,
     });
     expect(channel.body).not.toContain(c.accessToken);
-    const again = await c.acc.call({
-      method: 'PUT',
-      url: '/v1/channels/whatsapp',
-      payload: {
-        provider: 'whatsapp_cloud',
-        phone_number_id: c.phoneNumberId,
-        business_account_id: c.businessAccountId,
-        access_token: c.accessToken,
-        app_secret: c.appSecret,
-      },
-    });
+    const again = await reconnect(c);
     expect(again.json()).toMatchObject({ status: 'active', error: null });
   });
 
@@ -280,17 +271,7 @@ describe('the connection behind the sends', () => {
       verified_name: 'E2E Shop',
       business_account_id: c.businessAccountId,
     });
-    const put = await c.acc.call({
-      method: 'PUT',
-      url: '/v1/channels/whatsapp',
-      payload: {
-        provider: 'whatsapp_cloud',
-        phone_number_id: c.phoneNumberId,
-        business_account_id: c.businessAccountId,
-        access_token: newToken,
-        app_secret: c.appSecret,
-      },
-    });
+    const put = await reconnect(c, { access_token: newToken });
     expect(put.statusCode, put.body).toBe(200);
     expect(put.json().id).toBe(c.connection.id);
     const res = await send(c, { contact_id: contact.id, type: 'text', content: 'new token' });

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createPrivateDatabase, newAccount, startTestApp, type TestApp } from '../helpers.js';
-import { createContact, createTemplate, receive } from '../inbox-helpers.js';
+import { createContact, createTemplate, receive, sendJobsOf } from '../inbox-helpers.js';
 import { slowProvider } from './slow-provider.js';
 
 // Concurrent API sends share their bookkeeping transactions (the send ledger): these tests send
@@ -29,6 +29,23 @@ const send = (acc: Awaited<ReturnType<typeof newAccount>>, payload: object, key?
     ...(key ? { headers: { 'idempotency-key': key } } : {}),
   });
 
+/** A text send's body. */
+const text = (contactId: string, content: string, channel = 'whatsapp') => ({
+  contact_id: contactId,
+  channel,
+  type: 'text',
+  content,
+});
+
+/** A template send's body. */
+const template = (contactId: string, name: string, params: string[]) => ({
+  contact_id: contactId,
+  channel: 'whatsapp',
+  type: 'template',
+  template_name: name,
+  template_params: params,
+});
+
 it('sends grouped together each get their own answer: sent, or the refusal of their own rule with nothing written', async () => {
   const accounts = [await newAccount(t), await newAccount(t)];
   const cases: { acc: (typeof accounts)[number]; payload: object; expect: number | 'sent' }[] = [];
@@ -40,55 +57,13 @@ it('sends grouped together each get their own answer: sent, or the refusal of th
       await receive(acc, inWindow.id, 'whatsapp');
       const silent = await createContact(acc);
       cases.push(
-        {
-          acc,
-          payload: { contact_id: inWindow.id, channel: 'whatsapp', type: 'text', content: `t${i}` },
-          expect: 'sent',
-        },
-        {
-          acc,
-          payload: {
-            contact_id: silent.id,
-            channel: 'whatsapp',
-            type: 'template',
-            template_name: approved.name,
-            template_params: [`n${i}`],
-          },
-          expect: 'sent',
-        },
+        { acc, payload: text(inWindow.id, `t${i}`), expect: 'sent' },
+        { acc, payload: template(silent.id, approved.name, [`n${i}`]), expect: 'sent' },
         // Outside the 24-hour window: only a template may go.
-        {
-          acc,
-          payload: { contact_id: silent.id, channel: 'whatsapp', type: 'text', content: 'late' },
-          expect: 422,
-        },
-        {
-          acc,
-          payload: {
-            contact_id: inWindow.id,
-            channel: 'whatsapp',
-            type: 'template',
-            template_name: pending.name,
-            template_params: ['x'],
-          },
-          expect: 422,
-        },
-        {
-          acc,
-          payload: {
-            contact_id: silent.id,
-            channel: 'whatsapp',
-            type: 'template',
-            template_name: approved.name,
-            template_params: [],
-          },
-          expect: 422,
-        },
-        {
-          acc,
-          payload: { contact_id: silent.id, channel: 'webchat', type: 'text', content: `w${i}` },
-          expect: 'sent',
-        },
+        { acc, payload: text(silent.id, 'late'), expect: 422 },
+        { acc, payload: template(inWindow.id, pending.name, ['x']), expect: 422 },
+        { acc, payload: template(silent.id, approved.name, []), expect: 422 },
+        { acc, payload: text(silent.id, `w${i}`, 'webchat'), expect: 'sent' },
       );
     }
   }
@@ -117,13 +92,7 @@ it('sends grouped together each get their own answer: sent, or the refusal of th
   for (const acc of accounts) {
     const expected = cases.filter((c) => c.acc === acc && c.expect === 'sent').length;
     expect(await countMessages(acc.accountId)).toBe(before.get(acc.accountId)! + expected);
-    const jobs = await t.db
-      .selectFrom('jobs')
-      .select('id')
-      .where('account_id', '=', acc.accountId)
-      .where('kind', '=', 'message.send')
-      .execute();
-    expect(jobs).toEqual([]);
+    expect(await sendJobsOf(t.db, acc.accountId)).toEqual([]);
   }
   expect(sentIds.size).toBe(cases.filter((c) => c.expect === 'sent').length);
 });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { newAccount, startTestApp, type TestApp } from '../helpers.js';
-import { createContact } from '../inbox-helpers.js';
+import { createContact, sendJobsOf } from '../inbox-helpers.js';
 import { slowProvider } from './slow-provider.js';
 
 // Many sends in flight at once, their answers recorded together; one recipient refused for good.
@@ -62,13 +62,7 @@ it('concurrent sends of two accounts, recorded together, each end with their own
       .where('type', '=', 'message.failed')
       .execute();
     expect(failedEvents).toHaveLength(1);
-    const jobs = await t.db
-      .selectFrom('jobs')
-      .select('id')
-      .where('account_id', '=', acc.accountId)
-      .where('kind', '=', 'message.send')
-      .execute();
-    expect(jobs).toEqual([]);
+    expect(await sendJobsOf(t.db, acc.accountId)).toEqual([]);
   }
   expect(calls).toHaveLength(30);
 });

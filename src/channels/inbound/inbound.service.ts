@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../../clock.js';
-import { Batcher } from '../../db/batcher.js';
+import { Batcher, runIsolated } from '../../db/batcher.js';
 import type { ReadCache } from '../../db/read-cache.js';
 import type { Transactor } from '../../db/transactor.js';
 import { AppError, Forbidden, NotFound, Unauthorized, Unavailable } from '../../errors.js';
@@ -396,7 +396,8 @@ export class InboundWebhooksService {
 
   /**
    * Plain webhooks' messages recorded by one receiveMany per account, in webhook order; when a
-   * group fails, each webhook is recorded again alone. Returns the webhooks that failed.
+   * group fails, each webhook is recorded again alone (runIsolated, as the Batcher does).
+   * Returns each webhook's result by its place in the processing group.
    */
   private async recordPlain(plain: PlainWebhook[]): Promise<Map<number, ProcessResult>> {
     const byAccount = new Map<string, PlainWebhook[]>();
@@ -404,23 +405,11 @@ export class InboundWebhooksService {
       byAccount.set(p.key.accountId, [...(byAccount.get(p.key.accountId) ?? []), p]);
     const results = new Map<number, ProcessResult>();
     for (const [accountId, webhooks] of byAccount) {
-      try {
-        for (const [index, outcome] of await this.recordTogether(accountId, webhooks))
-          results.set(index, { outcome });
-      } catch (err) {
-        if (webhooks.length === 1) {
-          results.set(webhooks[0]!.index, { error: err });
-          continue;
-        }
-        for (const p of webhooks) {
-          try {
-            for (const [index, outcome] of await this.recordTogether(accountId, [p]))
-              results.set(index, { outcome });
-          } catch (error) {
-            results.set(p.index, { error });
-          }
-        }
-      }
+      const settled = await runIsolated((group) => this.recordTogether(accountId, group), webhooks);
+      webhooks.forEach((p, i) => {
+        const result = settled[i]!;
+        results.set(p.index, 'ok' in result ? { outcome: result.ok } : { error: result.error });
+      });
     }
     return results;
   }
@@ -430,17 +419,14 @@ export class InboundWebhooksService {
    * delivery reports applied by one applyProviderStatusMany. A report on a message we do not
    * know yet holds its webhook back for a later attempt, as on the full path.
    */
-  private async recordTogether(
-    accountId: string,
-    webhooks: PlainWebhook[],
-  ): Promise<Map<number, JobOutcome>> {
+  private async recordTogether(accountId: string, webhooks: PlainWebhook[]): Promise<JobOutcome[]> {
     const scope = { accountId };
     const messages = webhooks.flatMap((p) => p.messages);
     const received = messages.length > 0 ? await this.deps.sink.receiveMany(scope, messages) : [];
     const statuses = webhooks.flatMap((p) => p.statuses);
     const applied =
       statuses.length > 0 ? await this.deps.sink.applyProviderStatusMany(scope, statuses) : [];
-    const outcomes = new Map<number, JobOutcome>();
+    const outcomes: JobOutcome[] = [];
     let nextMessage = 0;
     let nextStatus = 0;
     for (const p of webhooks) {
@@ -465,8 +451,7 @@ export class InboundWebhooksService {
           );
         else waiting.push(`status ${status.status} of unknown message ${status.providerMessageId}`);
       }
-      outcomes.set(
-        p.index,
+      outcomes.push(
         waiting.length > 0
           ? {
               status: 'retry',
