@@ -22,6 +22,11 @@ const LEVEL: Record<MessageStatus, number> = {
 export class BroadcastStats implements MessageObserver {
   constructor(private readonly deps: { broadcasts: BroadcastsRepository; clock: Clock }) {}
 
+  /** The funnel counts the messages of broadcasts only. */
+  observes(row: MessageRow): boolean {
+    return row.broadcast_id !== null;
+  }
+
   async outboundChanged(
     trx: Tx,
     accountId: string,

@@ -7,6 +7,11 @@ import type { MessageRow } from './messages.repository.js';
  * broadcast funnel listens here), so that messages need not know who keeps which counts.
  */
 export interface MessageObserver {
+  /**
+   * Whether `outboundChanged` must hear of this outbound message's changes: for one it ignores,
+   * the send path may record a status without opening a transaction for it.
+   */
+  observes(row: MessageRow): boolean;
   /** Outbound messages that moved from `from` to their row's status. */
   outboundChanged(
     trx: Tx,

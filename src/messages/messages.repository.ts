@@ -2,6 +2,7 @@ import { sql, type Insertable, type Selectable } from 'kysely';
 import type { Db, Tx } from '../db/database.js';
 import type { Channel, JobsTable, MessageStatus, MessagesTable } from '../db/schema.js';
 import { addressOn } from '../contacts/identities.js';
+import { deleteHeldJobs, type HeldJob } from '../jobs/job-queue.js';
 
 export type MessageRow = Selectable<MessagesTable>;
 
@@ -96,15 +97,20 @@ export class MessagesRepository {
 
   /**
    * Records provider answers on messages still `queued` (a message a report already moved on
-   * keeps its status, but learns its provider id), in one statement; returns what changed.
+   * keeps its status, but learns its provider id), and deletes the send jobs they finish, in
+   * one statement (atomic on its own, for a caller without a transaction); returns what changed.
    */
   async recordOutcomes(
-    trx: Tx,
+    trx: Tx | Db,
     accountId: string,
     records: OutboundRecord[],
     now: Date,
+    finished: HeldJob[] = [],
   ): Promise<{ row: MessageRow; from: MessageStatus }[]> {
-    if (records.length === 0) return [];
+    if (records.length === 0) {
+      if (finished.length > 0) await deleteHeldJobs(finished).execute(trx);
+      return [];
+    }
     // Each row names its message by the whole key (account, id), and the join is on both: with
     // the account as a constant, a table without statistics yet (a first large broadcast fills
     // it) is estimated at a few hundred rows for the account, and the plan read every message
@@ -120,7 +126,7 @@ export class MessagesRepository {
       old AS (
         SELECT m.id, m.status FROM messages m JOIN v ON m.account_id = v.account_id AND m.id = v.id
         FOR UPDATE OF m
-      )
+      )${finished.length > 0 ? sql`, finished AS (${deleteHeldJobs(finished)})` : sql``}
       UPDATE messages m SET
         status = CASE WHEN old.status = 'queued' THEN v.status ELSE m.status END,
         failure_reason = CASE WHEN old.status = 'queued' THEN v.failure_reason ELSE m.failure_reason END,

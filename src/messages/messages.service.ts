@@ -85,13 +85,8 @@ interface SendRequest {
   mediaUrl: string | null;
 }
 
-/** Items (sends to queue, answers to record) per ledger group; more wait for the next. */
-const LEDGER_GROUP_MAX = 200;
-
-/** What the send ledger is given: a send to queue, or a provider's answers to record. */
-type LedgerItem = { queue: SendRequest } | { record: RecordPlan };
-/** A send's place in the queue, or a record's changed rows. */
-type LedgerResult = QueueResult | MessageRow[];
+/** API sends queued per transaction; more wait for the next. */
+const QUEUE_GROUP_MAX = 200;
 
 /**
  * A real provider can only reach a contact through its id on the channel: on messenger,
@@ -182,15 +177,14 @@ function checkFields(body: SendMessageBody): void {
 /** Sending, receiving and delivery status of messages. */
 export class MessagesService {
   /**
-   * The bookkeeping of API sends, grouped across concurrent requests (group commit): each
-   * transaction queues the sends that arrived meanwhile and records the provider's answers to
-   * earlier ones, so that a send costs a share of one transaction's round trips instead of two
-   * transactions of its own. A group that fails is run again one item at a time, so one
-   * request's failure is its own.
+   * API sends queued in groups across concurrent requests (group commit): each transaction
+   * queues the sends that arrived meanwhile, so that a send costs a share of one transaction's
+   * round trips. (The provider's answers are recorded in groups too, by the pipeline.) A group
+   * that fails is run again one send at a time, so one request's failure is its own.
    */
-  private readonly ledger = new Batcher<LedgerItem, LedgerResult>(
-    (items) => this.runLedger(items),
-    { maxBatch: LEDGER_GROUP_MAX, maxConcurrent: 2 },
+  private readonly queueing = new Batcher<SendRequest, QueueResult>(
+    (requests) => this.queueGroup(requests),
+    { maxBatch: QUEUE_GROUP_MAX, maxConcurrent: 2 },
   );
 
   constructor(
@@ -232,7 +226,7 @@ export class MessagesService {
       // Fetched before the transaction: a slow media host must not hold a database lock.
       media = await this.deps.fetchMedia(body.media_url!, body.type);
     }
-    const queued = await this.queueInLedger({
+    const queued = await this.queueing.submit({
       scope,
       channel: body.channel,
       provider: provider.name,
@@ -247,13 +241,13 @@ export class MessagesService {
     });
     if (queued.error) throw queued.error;
     const { row, to, job } = queued as Required<Pick<QueueResult, 'row' | 'to' | 'job'>>;
-    const send = queuedSend(scope.accountId, body.channel, job, 1, [
+    const send = this.queuedSend(scope.accountId, body.channel, job, 1, [
       { row, channel: body.channel, contactId: contact.id, ...to },
     ]);
     const attempt = (async () => {
       const outcomes = await this.deps.pipeline.callProvider(send, provider);
       const plan = this.deps.pipeline.plan(send, outcomes);
-      const changed = await this.recordInLedger(plan);
+      const changed = await this.deps.pipeline.record(plan);
       return this.deps.pipeline.results(plan, changed).get(row.id)?.row ?? null;
     })();
     const answered = await Promise.race([
@@ -280,12 +274,31 @@ export class MessagesService {
     attempt = 1,
   ): Promise<Map<string, MessageRow>> {
     const results = await this.deps.pipeline.attempt(
-      queuedSend(accountId, channel, job, attempt, queued),
+      this.queuedSend(accountId, channel, job, attempt, queued),
       provider,
     );
     const rows = new Map<string, MessageRow>();
     for (const [id, r] of results) if (r.row) rows.set(id, r.row);
     return rows;
+  }
+
+  /** A send of queued messages, as the pipeline takes it. */
+  private queuedSend(
+    accountId: string,
+    channel: Channel,
+    job: { id: string; lease: Date },
+    attempt: number,
+    queued: QueuedMessage[],
+  ): QueuedSend {
+    return {
+      accountId,
+      channel,
+      jobId: job.id,
+      lease: job.lease,
+      attempt,
+      messages: queued.map((q) => toOutbound(accountId, q)),
+      observed: queued.some((q) => this.deps.observer.observes(q.row)),
+    };
   }
 
   /**
@@ -296,34 +309,14 @@ export class MessagesService {
     await this.deps.pipeline.recordFailures(trx, accountId, ids, `sending stopped: ${reason}`);
   }
 
-  // runLedger answers every item with a result of the item's own kind.
-  private async queueInLedger(request: SendRequest): Promise<QueueResult> {
-    return (await this.ledger.submit({ queue: request })) as QueueResult;
-  }
-
-  private async recordInLedger(plan: RecordPlan): Promise<MessageRow[]> {
-    return (await this.ledger.submit({ record: plan })) as MessageRow[];
-  }
-
-  /**
-   * One group of the ledger, in one transaction: the sends queued first (contacts, then
-   * conversations, then messages locked, in the order every other writer takes them), then
-   * the answers recorded.
-   */
-  private async runLedger(items: LedgerItem[]): Promise<LedgerResult[]> {
-    const requests = items.flatMap((item) => ('queue' in item ? [item.queue] : []));
-    const plans = items.flatMap((item) => ('record' in item ? [item.record] : []));
-    const { queued, recorded } = await this.deps.tx.db.transaction().execute(async (trx) => ({
-      queued: requests.length > 0 ? await this.queueSends(trx, requests) : [],
-      recorded: plans.length > 0 ? await this.deps.pipeline.recordIn(trx, plans) : [],
-    }));
+  /** One group of API sends, queued in one transaction (see `queueSends`). */
+  private async queueGroup(requests: SendRequest[]): Promise<QueueResult[]> {
+    const queued = await this.deps.tx.db
+      .transaction()
+      .execute((trx) => this.queueSends(trx, requests));
     for (const [index, request] of requests.entries())
       if (queued[index]!.row) request.scope.afterCommit?.();
-    let nextQueued = 0;
-    let nextRecorded = 0;
-    return items.map((item) =>
-      'queue' in item ? queued[nextQueued++]! : recorded[nextRecorded++]!,
-    );
+    return queued;
   }
 
   /**
@@ -965,22 +958,6 @@ interface TemplateRef {
 }
 
 /** An attempt at queued messages under their send job's claim (see SendPipeline). */
-function queuedSend(
-  accountId: string,
-  channel: Channel,
-  job: { id: string; lease: Date },
-  attempt: number,
-  queued: QueuedMessage[],
-): QueuedSend {
-  return {
-    accountId,
-    channel,
-    jobId: job.id,
-    lease: job.lease,
-    attempt,
-    messages: queued.map((q) => toOutbound(accountId, q)),
-  };
-}
 
 /** What the provider is given for a queued message. */
 function toOutbound(accountId: string, q: QueuedMessage): OutboundMessage {

@@ -9,7 +9,7 @@ import { Batcher } from '../db/batcher.js';
 import type { Db, Tx } from '../db/database.js';
 import type { Channel } from '../db/schema.js';
 import type { Outbox } from '../events/outbox.js';
-import type { JobQueue } from '../jobs/job-queue.js';
+import type { HeldJob, JobQueue } from '../jobs/job-queue.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { toMessage } from './messages.present.js';
 import type { MessageRow, MessagesRepository, OutboundRecord } from './messages.repository.js';
@@ -47,6 +47,8 @@ export interface QueuedSend {
   /** 1 for the caller's own first attempt. */
   attempt: number;
   messages: OutboundMessage[];
+  /** Whether the observer hears of these messages' changes (see MessageObserver.observes). */
+  observed: boolean;
 }
 
 /** Where a queued message ended after an attempt. */
@@ -95,7 +97,15 @@ export class SendPipeline {
   async attempt(send: QueuedSend, provider?: ChannelProvider): Promise<Map<string, SendResult>> {
     const outcomes = await this.callProvider(send, provider);
     const plan = this.plan(send, outcomes);
-    return this.results(plan, await this.recorder.submit(plan));
+    return this.results(plan, await this.record(plan));
+  }
+
+  /**
+   * Records an attempt's answers and settles its job, grouped with the attempts recorded at the
+   * same time; answers the plan's messages whose row changed.
+   */
+  record(plan: RecordPlan): Promise<MessageRow[]> {
+    return this.recorder.submit(plan);
   }
 
   /** Calls the provider for every message, a few at a time; never throws. */
@@ -176,12 +186,33 @@ export class SendPipeline {
   }
 
   /**
-   * Records the answers of many attempts (concurrent API sends) in one transaction: one
-   * UPDATE of the messages per account, one DELETE of the finished jobs, one commit. Should the
-   * group fail, the Batcher records each attempt alone, so that one cannot fail another.
+   * Records the answers of many attempts (concurrent API sends) together: per account, one
+   * statement that updates the messages and deletes the finished jobs. When that is all there
+   * is to write (messages accepted, their jobs done, nothing for the observer or the sandbox's
+   * reports), each such statement is atomic on its own and no transaction is opened (its BEGIN
+   * and COMMIT would be two more round trips); else all is recorded in one transaction. Should
+   * the group fail, the Batcher records each attempt alone, so that one cannot fail another.
    */
   private async recordMany(plans: RecordPlan[]): Promise<MessageRow[][]> {
+    if (plans.every(onlyAccepted)) return this.recordAccepted(plans);
     return this.deps.db.transaction().execute((trx) => this.recordIn(trx, plans));
+  }
+
+  /** `recordMany` for plans that are `onlyAccepted`: one statement per account, no transaction. */
+  private async recordAccepted(plans: RecordPlan[]): Promise<MessageRow[][]> {
+    const now = this.deps.clock.now();
+    const changedById = new Map<string, MessageRow>();
+    for (const [accountId, group] of byAccount(plans)) {
+      const changed = await this.deps.messages.recordOutcomes(
+        this.deps.db,
+        accountId,
+        group.flatMap((p) => p.records),
+        now,
+        group.map(heldJob),
+      );
+      for (const c of changed) changedById.set(c.row.id, c.row);
+    }
+    return changedRows(plans, changedById);
   }
 
   /**
@@ -190,11 +221,8 @@ export class SendPipeline {
    */
   async recordIn(trx: Tx, plans: RecordPlan[]): Promise<MessageRow[][]> {
     const now = this.deps.clock.now();
-    const byAccount = new Map<string, RecordPlan[]>();
-    for (const p of plans)
-      byAccount.set(p.send.accountId, [...(byAccount.get(p.send.accountId) ?? []), p]);
     const changedById = new Map<string, MessageRow>();
-    for (const [accountId, group] of byAccount) {
+    for (const [accountId, group] of byAccount(plans)) {
       const outcomes = new Map<string, SendOutcome>();
       for (const p of group) for (const [id, o] of p.outcomes) outcomes.set(id, o);
       const changed = await this.deps.messages.recordOutcomes(
@@ -202,16 +230,11 @@ export class SendPipeline {
         accountId,
         group.flatMap((p) => p.records),
         now,
+        group.filter((p) => p.retry === null).map(heldJob),
       );
       await this.afterChange(trx, accountId, changed, outcomes);
       for (const c of changed) changedById.set(c.row.id, c.row);
     }
-    await this.deps.jobs.finishMany(
-      trx,
-      plans
-        .filter((p) => p.retry === null)
-        .map((p) => ({ accountId: p.send.accountId, id: p.send.jobId, lease: p.send.lease })),
-    );
     for (const p of plans) {
       if (p.retry === null) continue;
       await this.deps.jobs.settle(trx, p.send.accountId, p.send.jobId, p.send.lease, {
@@ -220,12 +243,7 @@ export class SendPipeline {
         error: p.retry.error,
       });
     }
-    return plans.map((p) =>
-      p.records.flatMap((r) => {
-        const row = changedById.get(r.id);
-        return row ? [row] : [];
-      }),
-    );
+    return changedRows(plans, changedById);
   }
 
   /** Marks these messages failed if still queued, with their events, in the caller's transaction. */
@@ -272,4 +290,40 @@ export class SendPipeline {
     await this.deps.jobs.enqueueMany(trx, reports);
     if (changed.length > 0) await this.deps.observer.outboundChanged(trx, accountId, changed);
   }
+}
+
+/**
+ * Whether recording the plan writes only its messages' new status and its job's end: every
+ * message accepted (no `message.failed` event), the job done, no simulated reports to queue,
+ * and nothing the observer hears of.
+ */
+function onlyAccepted(plan: RecordPlan): boolean {
+  return (
+    plan.retry === null &&
+    !plan.send.observed &&
+    plan.records.every((r) => r.status === 'sent') &&
+    [...plan.outcomes.values()].every(
+      (o) => o.status === 'accepted' && (o.simulatedReports ?? []).length === 0,
+    )
+  );
+}
+
+function byAccount(plans: RecordPlan[]): Map<string, RecordPlan[]> {
+  const groups = new Map<string, RecordPlan[]>();
+  for (const p of plans) groups.set(p.send.accountId, [...(groups.get(p.send.accountId) ?? []), p]);
+  return groups;
+}
+
+function heldJob(plan: RecordPlan): HeldJob {
+  return { accountId: plan.send.accountId, id: plan.send.jobId, lease: plan.send.lease };
+}
+
+/** For each plan, its messages whose row changed. */
+function changedRows(plans: RecordPlan[], changedById: Map<string, MessageRow>): MessageRow[][] {
+  return plans.map((p) =>
+    p.records.flatMap((r) => {
+      const row = changedById.get(r.id);
+      return row ? [row] : [];
+    }),
+  );
 }

@@ -4,7 +4,7 @@ import { createPrivateDatabase, newAccount, startTestApp, type TestApp } from '.
 import { createContact, createTemplate, receive, sendJobsOf } from '../inbox-helpers.js';
 import { slowProvider } from './slow-provider.js';
 
-// Concurrent API sends share their bookkeeping transactions (the send ledger): these tests send
+// Concurrent API sends share their bookkeeping (queued together, answers recorded together): these tests send
 // many at once, with answers that differ per request, and check that each request gets its own.
 
 const { provider: slow, calls } = slowProvider(15);
