@@ -28,12 +28,7 @@ import {
   type MessagesRepository,
   type QueuedMessage,
 } from './messages.repository.js';
-import {
-  SEND_LEASE_MS,
-  type QueuedSend,
-  type RecordPlan,
-  type SendPipeline,
-} from './send-pipeline.js';
+import { SEND_LEASE_MS, type QueuedSend, type SendPipeline } from './send-pipeline.js';
 import { toMessage } from './messages.present.js';
 import type { Message, SendMessageBody } from './messages.schema.js';
 
