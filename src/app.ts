@@ -69,7 +69,7 @@ import { MessagesService } from './messages/messages.service.js';
 import { messageSendJob } from './messages/message-send.job.js';
 import { SendPipeline } from './messages/send-pipeline.js';
 import { BroadcastStats } from './broadcasts/broadcast-stats.js';
-import { TemplatesRepository } from './templates/templates.repository.js';
+import { TemplatesRepository, type TemplateRow } from './templates/templates.repository.js';
 import { templatesRoutes } from './templates/templates.routes.js';
 import { TemplatesService } from './templates/templates.service.js';
 import { UsersRepository } from './users/users.repository.js';
@@ -159,6 +159,8 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     connection: new ReadCache<ChannelProvider>({ maxEntries: 10_000, ttlMs: 60_000 }),
     /** Connections by id, for the provider webhook routes (cleared on any connection change). */
     connectionById: new ReadCache<ConnectionRow>({ maxEntries: 10_000, ttlMs: 60_000 }),
+    /** Approved templates by account and name. */
+    template: new ReadCache<TemplateRow>({ maxEntries: 10_000, ttlMs: 60_000 }),
   };
   const accounts = new AccountsService({
     db,
@@ -253,6 +255,7 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
   const templates = new TemplatesService({
     tx,
     templates: new TemplatesRepository(db),
+    cache: caches.template,
     clock,
     // Templates of an account whose WhatsApp is connected to the Cloud API are Meta's.
     whatsappTemplates: async (accountId) => {

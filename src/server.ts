@@ -57,6 +57,7 @@ export function listenForChanges(
   const feed = new CacheFeed({ url, log });
   feed.subscribe('keys', services.caches.keys);
   feed.subscribe('contact', services.caches.contact);
+  feed.subscribe('template', services.caches.template);
   feed.subscribe(
     CONNECTION_TOPIC,
     topicCaches([services.caches.connection], [services.caches.connectionById]),

@@ -24,6 +24,7 @@ import * as m010 from './migrations/010_contact_identities.js';
 import * as m011 from './migrations/011_event_notify.js';
 import * as m012 from './migrations/012_webchat_visitors.js';
 import * as m013 from './migrations/013_broadcast_counters.js';
+import * as m014 from './migrations/014_template_notify.js';
 
 export type Db = Kysely<Tables>;
 export type Tx = Transaction<Tables>;
@@ -114,6 +115,7 @@ const migrations: Record<string, Migration> = {
   '011_event_notify': m011,
   '012_webchat_visitors': m012,
   '013_broadcast_counters': m013,
+  '014_template_notify': m014,
 };
 
 /** Applies pending migrations; Kysely's migrator takes a lock, so concurrent starts are safe. */

@@ -103,12 +103,14 @@ export class TemplatesRepository {
       .executeTakeFirst();
   }
 
-  async delete(accountId: string, id: string): Promise<boolean> {
+  /** Answers the deleted template's name, or undefined when there was none. */
+  async delete(accountId: string, id: string): Promise<string | undefined> {
     const r = await this.db
       .deleteFrom('templates')
       .where('account_id', '=', accountId)
       .where('id', '=', id)
+      .returning('name')
       .executeTakeFirst();
-    return r.numDeletedRows > 0n;
+    return r?.name;
   }
 }

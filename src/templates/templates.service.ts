@@ -1,4 +1,5 @@
 import type { Clock } from '../clock.js';
+import type { ReadCache } from '../db/read-cache.js';
 import type { Db, Tx } from '../db/database.js';
 import { isUniqueViolation } from '../db/errors.js';
 import type { Scope, Transactor } from '../db/transactor.js';
@@ -48,6 +49,11 @@ export class TemplatesService {
        * whatsapp_cloud; absent or null means templates are ours alone (the sandbox reviews them).
        */
       whatsappTemplates?: TemplateProviderLookup;
+      /**
+       * Approved templates by account and name (every template send reads one), kept correct
+       * by the change feed (migration 014) and by this process's own writes once committed.
+       */
+      cache?: ReadCache<TemplateRow>;
     },
   ) {}
 
@@ -103,8 +109,9 @@ export class TemplatesService {
   }
 
   async delete(scope: Scope, id: string): Promise<{ success: true }> {
-    if (!(await this.deps.templates.delete(scope.accountId, id)))
-      throw new NotFound('template', id);
+    const name = await this.deps.templates.delete(scope.accountId, id);
+    if (name === undefined) throw new NotFound('template', id);
+    this.forget(scope.accountId, name);
     return { success: true };
   }
 
@@ -124,66 +131,69 @@ export class TemplatesService {
       skipped: skipped.map((s) => ({ ...s })),
     };
     const now = this.deps.clock.now();
-    return this.deps.tx.run(scope, async (trx) => {
-      for (const t of templates) {
-        const existing =
-          (await this.deps.templates.findByProviderId(
-            scope.accountId,
-            t.providerTemplateId,
+    // Statuses may change: this process's cached copies go once the import has committed.
+    return this.afterCommit(
+      this.deps.tx.run(scope, async (trx) => {
+        for (const t of templates) {
+          const existing =
+            (await this.deps.templates.findByProviderId(
+              scope.accountId,
+              t.providerTemplateId,
+              trx,
+            )) ?? (await this.deps.templates.findByName(scope.accountId, t.name, trx));
+          if (!existing) {
+            await this.deps.templates.insert(trx, {
+              account_id: scope.accountId,
+              id: newId('tpl'),
+              name: t.name,
+              language: t.language,
+              category: t.category,
+              body: t.body,
+              status: t.status,
+              provider_template_id: t.providerTemplateId,
+              rejection_reason: t.rejectionReason,
+              created_at: now,
+              updated_at: now,
+            });
+            result.created++;
+            continue;
+          }
+          if (existing.name !== t.name || existing.language !== t.language) {
+            result.skipped.push({
+              name: t.name,
+              language: t.language,
+              reason: `the name ${existing.name} is already used by a template in ${existing.language}`,
+            });
+            continue;
+          }
+          const same =
+            existing.status === t.status &&
+            existing.body === t.body &&
+            existing.category === t.category &&
+            existing.provider_template_id === t.providerTemplateId &&
+            existing.rejection_reason === t.rejectionReason;
+          if (same) {
+            result.unchanged++;
+            continue;
+          }
+          await this.deps.templates.update(
             trx,
-          )) ?? (await this.deps.templates.findByName(scope.accountId, t.name, trx));
-        if (!existing) {
-          await this.deps.templates.insert(trx, {
-            account_id: scope.accountId,
-            id: newId('tpl'),
-            name: t.name,
-            language: t.language,
-            category: t.category,
-            body: t.body,
-            status: t.status,
-            provider_template_id: t.providerTemplateId,
-            rejection_reason: t.rejectionReason,
-            created_at: now,
-            updated_at: now,
-          });
-          result.created++;
-          continue;
+            scope.accountId,
+            existing.id,
+            {
+              status: t.status,
+              body: t.body,
+              category: t.category,
+              provider_template_id: t.providerTemplateId,
+              rejection_reason: t.rejectionReason,
+            },
+            now,
+          );
+          result.updated++;
         }
-        if (existing.name !== t.name || existing.language !== t.language) {
-          result.skipped.push({
-            name: t.name,
-            language: t.language,
-            reason: `the name ${existing.name} is already used by a template in ${existing.language}`,
-          });
-          continue;
-        }
-        const same =
-          existing.status === t.status &&
-          existing.body === t.body &&
-          existing.category === t.category &&
-          existing.provider_template_id === t.providerTemplateId &&
-          existing.rejection_reason === t.rejectionReason;
-        if (same) {
-          result.unchanged++;
-          continue;
-        }
-        await this.deps.templates.update(
-          trx,
-          scope.accountId,
-          existing.id,
-          {
-            status: t.status,
-            body: t.body,
-            category: t.category,
-            provider_template_id: t.providerTemplateId,
-            rejection_reason: t.rejectionReason,
-          },
-          now,
-        );
-        result.updated++;
-      }
-      return result;
-    });
+        return result;
+      }),
+    );
   }
 
   /**
@@ -240,7 +250,7 @@ export class TemplatesService {
         [{ field: 'id', issue: 'the template was submitted to Meta' }],
       );
     }
-    return this.deps.tx.run(scope, async (trx) => {
+    const template = await this.deps.tx.run(scope, async (trx) => {
       const row = await this.deps.templates.setStatus(
         scope.accountId,
         id,
@@ -251,6 +261,8 @@ export class TemplatesService {
       if (!row) throw new NotFound('template', id);
       return toTemplate(row);
     });
+    this.forget(scope.accountId, current.name);
+    return template;
   }
 
   /**
@@ -278,7 +290,7 @@ export class TemplatesService {
     name: string,
     field = 'template_name',
   ): Promise<ApprovedTemplate> {
-    const row = await this.deps.templates.findByName(accountId, name, trx);
+    const row = await this.byName(trx, accountId, name);
     if (!row) throw new NotFound('template', name);
     if (row.status !== 'approved') {
       throw new AppError(
@@ -295,5 +307,36 @@ export class TemplatesService {
         language: row.language,
       }),
     };
+  }
+
+  /**
+   * The template by name: an approved one from the cache when it holds it; any other is read
+   * from the database each time (so that its approval is seen at once) and not kept.
+   */
+  private async byName(trx: Tx | Db, accountId: string, name: string) {
+    const cache = this.deps.cache;
+    if (!cache) return this.deps.templates.findByName(accountId, name, trx);
+    let unapproved: TemplateRow | undefined;
+    const approved = await cache.get(`${accountId} ${name}`, async () => {
+      const row = await this.deps.templates.findByName(accountId, name, trx);
+      if (row?.status === 'approved') return row;
+      unapproved = row;
+      return undefined;
+    });
+    return approved ?? unapproved;
+  }
+
+  /** This process's cached copy goes at once (other processes hear of it from the feed). */
+  private forget(accountId: string, name: string): void {
+    this.deps.cache?.invalidate(`${accountId} ${name}`);
+  }
+
+  /** Empties this process's cache once `change` has committed (or failed). */
+  private async afterCommit<T>(change: Promise<T>): Promise<T> {
+    try {
+      return await change;
+    } finally {
+      this.deps.cache?.clear();
+    }
   }
 }
