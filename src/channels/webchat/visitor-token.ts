@@ -7,11 +7,21 @@ export interface VisitorClaim {
 }
 
 /**
- * Visitor tokens are signed, not stored: `v1.<base64url JSON {a, v}>.<base64url HMAC-SHA256>`
+ * How long a visitor token is good for after it was issued. The widget starts a session with
+ * its token on every page load and keeps the fresh one it is given, so a visitor who comes back
+ * within this time keeps their conversation; a token copied out of a browser stops working.
+ */
+export const VISITOR_TOKEN_TTL_MS = 30 * 24 * 3600_000;
+/** A token issued this far ahead of our clock (another process's clock drifting) still counts. */
+const CLOCK_SKEW_MS = 5 * 60_000;
+
+/**
+ * Visitor tokens are signed, not stored: `v1.<base64url JSON {a, v, t}>.<base64url HMAC-SHA256>`
  * under a key derived from SECRETS_KEY (HKDF, its own label), so a token cannot be made or
  * altered without the service's key, and it names its account: used with another account's
- * widget key it is refused. The visitor row it names holds what may change (the contact, the
- * verified identifier).
+ * widget key it is refused. `t` is when it was issued (Unix seconds): past VISITOR_TOKEN_TTL_MS
+ * it is refused. The visitor row it names holds what may change (the contact, the verified
+ * identifier).
  */
 export class VisitorTokens {
   private readonly key: Buffer;
@@ -22,15 +32,19 @@ export class VisitorTokens {
     );
   }
 
-  sign(claim: VisitorClaim): string {
-    const body = Buffer.from(JSON.stringify({ a: claim.accountId, v: claim.visitorId })).toString(
-      'base64url',
-    );
+  sign(claim: VisitorClaim, issuedAt: Date): string {
+    const body = Buffer.from(
+      JSON.stringify({
+        a: claim.accountId,
+        v: claim.visitorId,
+        t: Math.floor(issuedAt.getTime() / 1000),
+      }),
+    ).toString('base64url');
     return `v1.${body}.${this.mac(body)}`;
   }
 
-  /** The claim of a genuine token, or null for anything else. */
-  verify(token: string): VisitorClaim | null {
+  /** The claim of a genuine token still in date at `now`, or null for anything else. */
+  verify(token: string, now: Date): VisitorClaim | null {
     const parts = token.split('.');
     if (parts.length !== 3 || parts[0] !== 'v1') return null;
     const [, body, mac] = parts as [string, string, string];
@@ -41,8 +55,13 @@ export class VisitorTokens {
       const claim = JSON.parse(Buffer.from(body, 'base64url').toString('utf8')) as {
         a?: unknown;
         v?: unknown;
+        t?: unknown;
       };
       if (typeof claim.a !== 'string' || typeof claim.v !== 'string') return null;
+      // A token from before tokens were dated has no `t`: refused like an expired one.
+      if (typeof claim.t !== 'number' || !Number.isFinite(claim.t)) return null;
+      const age = now.getTime() - claim.t * 1000;
+      if (age > VISITOR_TOKEN_TTL_MS || age < -CLOCK_SKEW_MS) return null;
       return { accountId: claim.a, visitorId: claim.v };
     } catch {
       return null;

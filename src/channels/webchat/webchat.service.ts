@@ -94,12 +94,13 @@ export class WebchatService {
   }
 
   /**
-   * Starts or resumes a visitor: a genuine token of this account resumes its visitor, anything
-   * else (none, forged, another account's, its visitor gone) starts a new one.
+   * Starts or resumes a visitor: a genuine token of this account, still in date, resumes its
+   * visitor (with a fresh token, good for VISITOR_TOKEN_TTL_MS from now); anything else (none,
+   * forged, expired, another account's, its visitor gone) starts a new one.
    */
   async startSession(widget: Widget, token: string | undefined): Promise<Session> {
     const tokens = this.requireTokens();
-    const claim = token ? tokens.verify(token) : null;
+    const claim = token ? tokens.verify(token, this.deps.clock.now()) : null;
     let visitor =
       claim && claim.accountId === widget.accountId
         ? await this.deps.webchat.findVisitor(widget.accountId, claim.visitorId)
@@ -121,9 +122,9 @@ export class WebchatService {
 
   /** The visitor a bearer token names, on this widget's account; a 401 otherwise. */
   async authenticate(widget: Widget, token: string | undefined): Promise<VisitorContext> {
-    const claim = token ? this.requireTokens().verify(token) : null;
+    const claim = token ? this.requireTokens().verify(token, this.deps.clock.now()) : null;
     if (!claim || claim.accountId !== widget.accountId)
-      throw new Unauthorized('missing or invalid visitor token; start a session first');
+      throw new Unauthorized('missing, invalid or expired visitor token; start a session first');
     const visitor = await this.deps.webchat.findVisitor(widget.accountId, claim.visitorId);
     if (!visitor) throw new Unauthorized('unknown visitor; start a session first');
     return { widget, visitor };
@@ -263,7 +264,10 @@ export class WebchatService {
   private session(widget: Widget, visitor: VisitorRow): Session {
     const s = widget.settings;
     return {
-      token: this.requireTokens().sign({ accountId: widget.accountId, visitorId: visitor.id }),
+      token: this.requireTokens().sign(
+        { accountId: widget.accountId, visitorId: visitor.id },
+        this.deps.clock.now(),
+      ),
       visitor: { id: visitor.id, identified: visitor.identifier !== null },
       widget: {
         title: s.title,
