@@ -315,6 +315,29 @@ export class ContactsRepository {
   }
 
   /**
+   * Gives the contact that holds identity `from` on `channel` the identity `to` instead; answers
+   * that contact's id, or undefined when no contact holds `from`. `to` must be free: a contact
+   * holding it makes this fail with a unique violation.
+   */
+  async renameIdentity(
+    trx: Tx,
+    accountId: string,
+    channel: IdentityChannel,
+    from: string,
+    to: string,
+  ): Promise<string | undefined> {
+    const row = await trx
+      .updateTable('contact_identities')
+      .set({ external_id: to })
+      .where('account_id', '=', accountId)
+      .where('channel', '=', channel)
+      .where('external_id', '=', from)
+      .returning('contact_id')
+      .executeTakeFirst();
+    return row?.contact_id;
+  }
+
+  /**
    * Inserts the contact with its identity, in one statement that inserts neither when the
    * identity is already taken (race-safe: a concurrent insert of the same identity waits for
    * the first and then does nothing). True when inserted.

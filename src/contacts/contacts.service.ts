@@ -2,7 +2,7 @@ import type { Clock } from '../clock.js';
 import { Batcher } from '../db/batcher.js';
 import type { ReadCache } from '../db/read-cache.js';
 import type { Tx } from '../db/database.js';
-import type { Channel, CustomFieldValue } from '../db/schema.js';
+import type { Channel, CustomFieldValue, IdentityChannel } from '../db/schema.js';
 import { isUniqueViolation } from '../db/errors.js';
 import type { Scope, Transactor } from '../db/transactor.js';
 import { Conflict, NotFound, ValidationError } from '../errors.js';
@@ -259,6 +259,40 @@ export class ContactsService {
     throw new Error(
       `the contact with ${channel} identity ${externalId} kept changing while it was looked up`,
     );
+  }
+
+  /**
+   * The contact known on `channel` by `from` becomes the one known by `to`, conversations and
+   * all (an anonymous webchat visitor who identifies for the first time). Answers that contact,
+   * or null when no contact holds `from` or one holds `to` already: then nothing changed.
+   */
+  async renameIdentity(
+    scope: Scope,
+    channel: IdentityChannel,
+    from: string,
+    to: string,
+  ): Promise<Contact | null> {
+    checkExternalId(to);
+    let contactId: string | undefined;
+    try {
+      await this.deps.tx.run(scope, async (trx) => {
+        if (await this.deps.contacts.lockByIdentity(trx, scope.accountId, channel, to)) return;
+        contactId = await this.deps.contacts.renameIdentity(
+          trx,
+          scope.accountId,
+          channel,
+          from,
+          to,
+        );
+      });
+    } catch (err) {
+      // `to` was taken by a concurrent first message or identify: nothing changed.
+      if (isUniqueViolation(err, 'contact_identities_pkey')) return null;
+      throw err;
+    }
+    if (contactId === undefined) return null;
+    this.deps.cache.invalidate(`${scope.accountId} ${contactId}`);
+    return this.get(scope, contactId);
   }
 
   /**

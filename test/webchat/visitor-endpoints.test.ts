@@ -361,6 +361,71 @@ describe('identity', () => {
       expect(contact.json().identities).toEqual([{ channel: 'webchat', id: 'user-7' }]);
   });
 
+  it('an anonymous visitor who wrote, then identifies as someone new, keeps their contact and conversation', async () => {
+    const { acc, c, visitor } = await webchatAccount();
+    await visitor.start();
+    expectStatus(await visitor.send('asked before logging in'), 201);
+    const [first] = await eventsOf(t.db, acc.accountId, 'message.received');
+    const conversationId = (first!.data as { conversation_id: string }).conversation_id;
+    const contactId = await contactOf(acc, conversationId);
+
+    const identify = (v: ReturnType<typeof visitorOf>, identifier: string) =>
+      v.call('POST', 'identify', {
+        identifier,
+        identifier_hash: identifierHash(c.identity_secret, identifier),
+        name: 'Ada',
+      });
+    expectStatus(await identify(visitor, 'user-99'), 200);
+    const history = await visitor.call('GET', 'messages');
+    expect(history.json().data.map((m: { content: string }) => m.content)).toEqual([
+      'asked before logging in',
+    ]);
+    expectStatus(await visitor.send('and now logged in'), 201);
+    const received = await eventsOf(t.db, acc.accountId, 'message.received');
+    expect(received.map((e) => (e.data as { conversation_id: string }).conversation_id)).toEqual([
+      conversationId,
+      conversationId,
+    ]);
+    // One contact, now known by the identifier (and named), not a second one.
+    const contacts = await acc.call({ method: 'GET', url: '/v1/contacts' });
+    expect(contacts.json().data.map((x: { id: string }) => x.id)).toEqual([contactId]);
+    const contact = await acc.call({ method: 'GET', url: `/v1/contacts/${contactId}` });
+    expect(contact.json()).toMatchObject({
+      name: 'Ada',
+      identities: [{ channel: 'webchat', id: 'user-99' }],
+    });
+    // The team's reply reaches the identified visitor, on this device and on another.
+    const reply = await acc.call({
+      method: 'POST',
+      url: '/v1/messages/send',
+      payload: { contact_id: contactId, channel: 'webchat', type: 'text', content: 'welcome back' },
+    });
+    expectStatus(reply, 201);
+    const laptop = visitorOf(t, c);
+    await laptop.start();
+    expectStatus(await identify(laptop, 'user-99'), 200);
+    const seen = await laptop.call('GET', 'messages');
+    expect(seen.json().data.map((m: { content: string }) => m.content)).toEqual([
+      'asked before logging in',
+      'and now logged in',
+      'welcome back',
+    ]);
+
+    // Someone already known: an anonymous visitor who wrote is linked to them; the anonymous
+    // conversation stays with its own contact (the business may merge them).
+    const tablet = visitorOf(t, c);
+    await tablet.start();
+    expectStatus(await tablet.send('anonymous on a tablet'), 201);
+    expectStatus(await identify(tablet, 'user-99'), 200);
+    const onTablet = await tablet.call('GET', 'messages');
+    expect(onTablet.json().data.map((m: { content: string }) => m.content)).toEqual([
+      'asked before logging in',
+      'and now logged in',
+      'welcome back',
+    ]);
+    expect((await acc.call({ method: 'GET', url: '/v1/contacts' })).json().data).toHaveLength(2);
+  });
+
   it('a rotated secret stops verifying the old hashes', async () => {
     const { acc, c, visitor } = await webchatAccount();
     await visitor.start();

@@ -48,6 +48,12 @@ export interface WebchatContacts {
     externalId: string,
     name?: string | null,
   ): Promise<Contact>;
+  renameIdentity(
+    scope: Scope,
+    channel: 'webchat',
+    from: string,
+    to: string,
+  ): Promise<Contact | null>;
   get(scope: Scope, id: string): Promise<Contact>;
   update(scope: Scope, id: string, input: UpdateContactBody): Promise<Contact>;
 }
@@ -144,6 +150,8 @@ export class WebchatService {
   /**
    * Links the visitor to the contact whose webchat identity is `identifier`, once the site's
    * HMAC of it checks out; that contact's conversation is then this visitor's, on any device.
+   * An anonymous visitor who has written already, identifying as someone unknown so far, keeps
+   * their contact and conversation: the contact's identity becomes the identifier.
    */
   async identify(ctx: VisitorContext, body: IdentifyBody): Promise<Session> {
     const secret = this.identitySecret(ctx.widget);
@@ -154,9 +162,14 @@ export class WebchatService {
     if (body.email !== undefined && !EMAIL.test(body.email))
       throw new ValidationError('email', 'must be an email address');
     const scope = { accountId: ctx.widget.accountId };
-    const contact = await this.deps.tx.run(scope, (trx) =>
-      this.findOrCreateByIdentity(trx, scope.accountId, body.identifier, body.name ?? null),
-    );
+    const anonymous = ctx.visitor.identifier === null && ctx.visitor.contact_id !== null;
+    const contact =
+      (anonymous
+        ? await this.deps.contacts.renameIdentity(scope, 'webchat', ctx.visitor.id, body.identifier)
+        : null) ??
+      (await this.deps.tx.run(scope, (trx) =>
+        this.findOrCreateByIdentity(trx, scope.accountId, body.identifier, body.name ?? null),
+      ));
     if ((body.name && !contact.name) || (body.email && !contact.email)) {
       await this.deps.contacts.update(scope, contact.id, {
         ...(body.name && !contact.name ? { name: body.name } : {}),
