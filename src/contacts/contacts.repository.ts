@@ -314,6 +314,58 @@ export class ContactsRepository {
       .executeTakeFirst();
   }
 
+  async deleteIdentity(
+    trx: Tx,
+    accountId: string,
+    channel: IdentityChannel,
+    externalId: string,
+  ): Promise<void> {
+    await trx
+      .deleteFrom('contact_identities')
+      .where('account_id', '=', accountId)
+      .where('channel', '=', channel)
+      .where('external_id', '=', externalId)
+      .execute();
+  }
+
+  /**
+   * Moves the messages, notes and broadcast replies of conversation `from` into `into` (the same
+   * person's, on the same channel) and deletes `from`; `into` keeps the later inbound time.
+   * Both conversations are locked by the caller.
+   */
+  async foldConversation(
+    trx: Tx,
+    accountId: string,
+    from: string,
+    into: string,
+    now: Date,
+  ): Promise<void> {
+    for (const table of ['messages', 'notes', 'broadcast_recipients'] as const) {
+      await trx
+        .updateTable(table)
+        .set({ conversation_id: into })
+        .where('account_id', '=', accountId)
+        .where('conversation_id', '=', from)
+        .execute();
+    }
+    const gone = await trx
+      .deleteFrom('conversations')
+      .where('account_id', '=', accountId)
+      .where('id', '=', from)
+      .returning('last_inbound_at')
+      .executeTakeFirst();
+    await trx
+      .updateTable('conversations')
+      .set((eb) => ({
+        // GREATEST ignores a NULL.
+        last_inbound_at: sql<Date | null>`greatest(${eb.ref('last_inbound_at')}, ${gone?.last_inbound_at ?? null}::timestamptz)`,
+        updated_at: now,
+      }))
+      .where('account_id', '=', accountId)
+      .where('id', '=', into)
+      .execute();
+  }
+
   /**
    * Gives the contact that holds identity `from` on `channel` the identity `to` instead; answers
    * that contact's id, or undefined when no contact holds `from`. `to` must be free: a contact

@@ -361,7 +361,7 @@ describe('identity', () => {
       expect(contact.json().identities).toEqual([{ channel: 'webchat', id: 'user-7' }]);
   });
 
-  it('an anonymous visitor who wrote, then identifies as someone new, keeps their contact and conversation', async () => {
+  it('an anonymous visitor who wrote keeps it on identifying: as someone new, their contact becomes them; as someone known, it is folded in', async () => {
     const { acc, c, visitor } = await webchatAccount();
     await visitor.start();
     expectStatus(await visitor.send('asked before logging in'), 201);
@@ -411,19 +411,106 @@ describe('identity', () => {
       'welcome back',
     ]);
 
-    // Someone already known: an anonymous visitor who wrote is linked to them; the anonymous
-    // conversation stays with its own contact (the business may merge them).
+    // Someone known already: what an anonymous visitor wrote is folded into their conversation,
+    // and the anonymous contact into theirs.
     const tablet = visitorOf(t, c);
     await tablet.start();
     expectStatus(await tablet.send('anonymous on a tablet'), 201);
+    const tabletContact = await contactOf(
+      acc,
+      (
+        (await eventsOf(t.db, acc.accountId, 'message.received'))[2]!.data as {
+          conversation_id: string;
+        }
+      ).conversation_id,
+    );
+    expect(tabletContact).not.toBe(contactId);
+    const tabletConversation = (
+      (await eventsOf(t.db, acc.accountId, 'message.received'))[2]!.data as {
+        conversation_id: string;
+      }
+    ).conversation_id;
+    expectStatus(
+      await acc.call({
+        method: 'POST',
+        url: `/v1/conversations/${tabletConversation}/notes`,
+        payload: { content: 'asked about the tablet order' },
+      }),
+      201,
+    );
     expectStatus(await identify(tablet, 'user-99'), 200);
-    const onTablet = await tablet.call('GET', 'messages');
-    expect(onTablet.json().data.map((m: { content: string }) => m.content)).toEqual([
+    const all = [
       'asked before logging in',
       'and now logged in',
       'welcome back',
+      'anonymous on a tablet',
+    ];
+    const onTablet = await tablet.call('GET', 'messages');
+    expect(onTablet.json().data.map((m: { content: string }) => m.content)).toEqual(all);
+    const contactsNow = await acc.call({ method: 'GET', url: '/v1/contacts' });
+    expect(contactsNow.json().data.map((x: { id: string }) => x.id)).toEqual([contactId]);
+    expectError(await acc.call({ method: 'GET', url: `/v1/contacts/${tabletContact}` }), 404);
+    const conversation = await acc.call({
+      method: 'GET',
+      url: `/v1/conversations/${conversationId}`,
+    });
+    expect(conversation.json().messages.map((m: { content: string }) => m.content)).toEqual(all);
+    const notes = await acc.call({
+      method: 'GET',
+      url: `/v1/conversations/${conversationId}/notes`,
+    });
+    expect(notes.json().data.map((n: { content: string }) => n.content)).toEqual([
+      'asked about the tablet order',
     ]);
-    expect((await acc.call({ method: 'GET', url: '/v1/contacts' })).json().data).toHaveLength(2);
+    expectError(
+      await acc.call({ method: 'GET', url: `/v1/conversations/${tabletConversation}` }),
+      404,
+    );
+    expect(
+      (await acc.call({ method: 'GET', url: `/v1/contacts/${contactId}` })).json().identities,
+    ).toEqual([{ channel: 'webchat', id: 'user-99' }]);
+
+    // Two contacts that cannot be merged (both have a phone): the visitor is linked to the
+    // known one, and what they wrote anonymously stays on its own contact, in the inbox.
+    expectStatus(
+      await acc.call({
+        method: 'PUT',
+        url: `/v1/contacts/${contactId}`,
+        payload: { phone: '+14155550101' },
+      }),
+      200,
+    );
+    const kiosk = visitorOf(t, c);
+    await kiosk.start();
+    expectStatus(await kiosk.send('anonymous at a kiosk'), 201);
+    const kioskContact = await contactOf(
+      acc,
+      (
+        (await eventsOf(t.db, acc.accountId, 'message.received'))[3]!.data as {
+          conversation_id: string;
+        }
+      ).conversation_id,
+    );
+    expectStatus(
+      await acc.call({
+        method: 'PUT',
+        url: `/v1/contacts/${kioskContact}`,
+        payload: { phone: '+14155550102' },
+      }),
+      200,
+    );
+    expectStatus(await identify(kiosk, 'user-99'), 200);
+    const onKiosk = await kiosk.call('GET', 'messages');
+    expect(onKiosk.json().data.map((m: { content: string }) => m.content)).toEqual(all);
+    const kept = await acc.call({ method: 'GET', url: `/v1/contacts/${kioskContact}` });
+    expectStatus(kept, 200);
+    expect(kept.json().identities).toHaveLength(2);
+    expect(kept.json().identities).toEqual(
+      expect.arrayContaining([
+        { channel: 'whatsapp', id: '+14155550102' },
+        { channel: 'webchat', id: expect.stringMatching(/^vis_/) },
+      ]),
+    );
   });
 
   it('a rotated secret stops verifying the old hashes', async () => {

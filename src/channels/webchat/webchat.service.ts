@@ -54,6 +54,12 @@ export interface WebchatContacts {
     from: string,
     to: string,
   ): Promise<Contact | null>;
+  foldAnonymous(
+    scope: Scope,
+    channel: 'webchat',
+    anonymousId: string,
+    intoId: string,
+  ): Promise<boolean>;
   get(scope: Scope, id: string): Promise<Contact>;
   update(scope: Scope, id: string, input: UpdateContactBody): Promise<Contact>;
 }
@@ -150,8 +156,9 @@ export class WebchatService {
   /**
    * Links the visitor to the contact whose webchat identity is `identifier`, once the site's
    * HMAC of it checks out; that contact's conversation is then this visitor's, on any device.
-   * An anonymous visitor who has written already, identifying as someone unknown so far, keeps
-   * their contact and conversation: the contact's identity becomes the identifier.
+   * An anonymous visitor who has written already keeps what they wrote: identifying as someone
+   * unknown so far, their contact's identity becomes the identifier; as someone known, their
+   * contact is folded into that one (see ContactsService.foldAnonymous) where it can be.
    */
   async identify(ctx: VisitorContext, body: IdentifyBody): Promise<Session> {
     const secret = this.identitySecret(ctx.widget);
@@ -170,6 +177,8 @@ export class WebchatService {
       (await this.deps.tx.run(scope, (trx) =>
         this.findOrCreateByIdentity(trx, scope.accountId, body.identifier, body.name ?? null),
       ));
+    if (anonymous && ctx.visitor.contact_id !== contact.id)
+      await this.deps.contacts.foldAnonymous(scope, 'webchat', ctx.visitor.id, contact.id);
     if ((body.name && !contact.name) || (body.email && !contact.email)) {
       await this.deps.contacts.update(scope, contact.id, {
         ...(body.name && !contact.name ? { name: body.name } : {}),
