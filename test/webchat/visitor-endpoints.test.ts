@@ -266,6 +266,65 @@ describe('the conversation', () => {
     expect(types).toEqual(['message.delivered', 'message.read']);
   });
 
+  it('a visitor whose contact the team merged into another, then deleted, carries on', async () => {
+    const { acc, visitor } = await webchatAccount();
+    await visitor.start();
+    expectStatus(await visitor.send('first'), 201);
+    const [first] = await eventsOf(t.db, acc.accountId, 'message.received');
+    const conversationId = (first!.data as { conversation_id: string }).conversation_id;
+    const anonymous = await contactOf(acc, conversationId);
+    const known = await acc.call({
+      method: 'POST',
+      url: '/v1/contacts',
+      payload: { phone: '+14155550111', name: 'Known on WhatsApp' },
+    });
+    expectStatus(known, 201);
+    const knownId = known.json().id as string;
+    expectStatus(
+      await acc.call({
+        method: 'POST',
+        url: `/v1/contacts/${knownId}/merge`,
+        payload: { contact_id: anonymous },
+      }),
+      200,
+    );
+
+    // The visitor now speaks as the merged contact: same conversation, both ways.
+    const contents = async () =>
+      (await visitor.call('GET', 'messages'))
+        .json()
+        .data.map((m: { content: string }) => m.content);
+    expect(await contents()).toEqual(['first']);
+    expectStatus(await visitor.send('second'), 201);
+    const received = await eventsOf(t.db, acc.accountId, 'message.received');
+    expect((received[1]!.data as { conversation_id: string }).conversation_id).toBe(conversationId);
+    expect(await contactOf(acc, conversationId)).toBe(knownId);
+    expectStatus(
+      await acc.call({
+        method: 'POST',
+        url: '/v1/messages/send',
+        payload: { contact_id: knownId, channel: 'webchat', type: 'text', content: 'reply' },
+      }),
+      201,
+    );
+    expect(await contents()).toEqual(['first', 'second', 'reply']);
+
+    // Deleted (an erasure request): the visitor sees nothing of it, and writing starts afresh.
+    expectStatus(await acc.call({ method: 'DELETE', url: `/v1/contacts/${knownId}` }), 200);
+    expect(await contents()).toEqual([]);
+    expectStatus(await visitor.send('after the erasure'), 201);
+    expect(await contents()).toEqual(['after the erasure']);
+    const latest = (await eventsOf(t.db, acc.accountId, 'message.received')).at(-1)!;
+    const fresh = await contactOf(
+      acc,
+      (latest.data as { conversation_id: string }).conversation_id,
+    );
+    expect(fresh).not.toBe(knownId);
+    expect(
+      (await acc.call({ method: 'GET', url: `/v1/contacts/${fresh}` })).json().identities,
+    ).toEqual([{ channel: 'webchat', id: expect.stringMatching(/^vis_/) }]);
+  });
+
   it('bad input is a 4xx in the error envelope', async () => {
     const { visitor } = await webchatAccount();
     await visitor.start();

@@ -1,4 +1,4 @@
-import type { Selectable } from 'kysely';
+import { sql, type Selectable } from 'kysely';
 import type { Db } from '../../db/database.js';
 import type { WebchatVisitorsTable } from '../../db/schema.js';
 import type { MessageRow } from '../../messages/messages.repository.js';
@@ -16,23 +16,44 @@ export class WebchatRepository {
     await this.db.insertInto('webchat_visitors').values(row).execute();
   }
 
+  /**
+   * The visitor, with `contact_id` the contact that now holds its webchat identity (the
+   * verified identifier, else the visitor id): identities follow a merge and go with a deleted
+   * contact, so a visitor whose contact was merged into another speaks as that one, and one
+   * whose contact was deleted has none (its next message makes a new one).
+   */
   async findVisitor(accountId: string, id: string): Promise<VisitorRow | undefined> {
     return this.db
-      .selectFrom('webchat_visitors')
-      .selectAll()
-      .where('account_id', '=', accountId)
-      .where('id', '=', id)
+      .selectFrom('webchat_visitors as v')
+      .leftJoin('contact_identities as ci', (join) =>
+        join
+          .onRef('ci.account_id', '=', 'v.account_id')
+          .on('ci.channel', '=', 'webchat')
+          .on('ci.external_id', '=', sql<string>`coalesce(v.identifier, v.id)`),
+      )
+      .select([
+        'v.account_id',
+        'v.id',
+        'v.identifier',
+        'v.created_at',
+        'v.updated_at',
+        'ci.contact_id',
+      ])
+      .where('v.account_id', '=', accountId)
+      .where('v.id', '=', id)
       .executeTakeFirst();
   }
 
-  /** Links an anonymous visitor to the contact its first message made (once). */
+  /**
+   * Records the contact a visitor's message made (its webchat identity decides which contact
+   * that is: see findVisitor).
+   */
   async setContact(accountId: string, id: string, contactId: string, now: Date): Promise<void> {
     await this.db
       .updateTable('webchat_visitors')
       .set({ contact_id: contactId, updated_at: now })
       .where('account_id', '=', accountId)
       .where('id', '=', id)
-      .where('contact_id', 'is', null)
       .execute();
   }
 

@@ -219,9 +219,15 @@ export class WebchatService {
     const scope = { accountId: ctx.widget.accountId };
     let contactId = ctx.visitor.contact_id;
     if (!contactId) {
-      // An anonymous visitor's contact: its webchat identity is the visitor id.
+      // The visitor's contact, made by its first message (or again, after it was deleted): its
+      // webchat identity is the verified identifier, or the visitor id while it is anonymous.
       const contact = await this.deps.tx.run(scope, (trx) =>
-        this.findOrCreateByIdentity(trx, scope.accountId, ctx.visitor.id, null),
+        this.findOrCreateByIdentity(
+          trx,
+          scope.accountId,
+          ctx.visitor.identifier ?? ctx.visitor.id,
+          null,
+        ),
       );
       contactId = contact.id;
       await this.deps.webchat.setContact(
