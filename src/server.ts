@@ -56,7 +56,9 @@ export function listenForChanges(
 ): CacheFeed {
   const feed = new CacheFeed({ url, log });
   feed.subscribe('keys', services.caches.keys);
-  feed.subscribe('contact', services.caches.contact);
+  // A contact changed or gone (merged into another, deleted) also wakes its visitor's open
+  // widget streams, which then find the contact that now holds the visitor's identity.
+  feed.subscribe('contact', topicCaches([services.caches.contact, services.webchat.wakeups], []));
   feed.subscribe('template', services.caches.template);
   feed.subscribe(
     CONNECTION_TOPIC,

@@ -646,13 +646,52 @@ describe('rate limits', () => {
   });
 });
 
+/** A visitor's live stream, read as it arrives. */
+async function openStream(base: string, widgetKey: string, token: string) {
+  const abort = new AbortController();
+  const res = await fetch(
+    `${base}/webchat/v1/${widgetKey}/stream?token=${encodeURIComponent(token)}`,
+    { headers: { origin: ORIGIN }, signal: abort.signal },
+  );
+  expect(res.status).toBe(200);
+  expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
+  expect(res.headers.get('access-control-allow-origin')).toBe(ORIGIN);
+  const reader = res.body!.getReader();
+  let text = '';
+  return {
+    text: () => text,
+    /** Waits until `needle` has arrived, at most `ms`. */
+    async until(needle: string, ms: number) {
+      const deadline = Date.now() + ms;
+      while (!text.includes(needle)) {
+        const left = deadline - Date.now();
+        if (left <= 0) throw new Error(`no "${needle}" within ${ms} ms: ${text}`);
+        const chunk = await Promise.race([
+          reader.read(),
+          new Promise<null>((r) => setTimeout(() => r(null), left)),
+        ]);
+        if (chunk && !chunk.done) text += new TextDecoder().decode(chunk.value);
+      }
+    },
+    async close() {
+      abort.abort();
+      await reader.cancel().catch(() => undefined);
+    },
+  };
+}
+
+/** The test app's own address, listening on a port (for fetch and its streams). */
+async function listening(): Promise<string> {
+  if (!t.app.server.listening) await t.app.listen({ port: 0, host: '127.0.0.1' });
+  return `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
+}
+
 describe('the live stream', () => {
   it('a reply sent through another API process reaches the stream within a second', async () => {
     const other = await startTestApp({ config: { secretsKey: SECRETS_KEY } });
     try {
       standInForIdentities(other.services);
-      await t.app.listen({ port: 0, host: '127.0.0.1' });
-      const base = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
+      const base = await listening();
       const { acc, c, visitor } = await webchatAccount();
       const s = await visitor.start();
       await visitor.send('hello?');
@@ -660,28 +699,8 @@ describe('the live stream', () => {
       const conversationId = (received[0]!.data as { conversation_id: string }).conversation_id;
       const contactId = await contactOf(acc, conversationId);
 
-      const abort = new AbortController();
-      const res = await fetch(
-        `${base}/webchat/v1/${c.widget_key}/stream?token=${encodeURIComponent(s.token)}`,
-        { headers: { origin: ORIGIN }, signal: abort.signal },
-      );
-      expect(res.status).toBe(200);
-      expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
-      expect(res.headers.get('access-control-allow-origin')).toBe(ORIGIN);
-      const reader = res.body!.getReader();
-      let text = '';
-      const until = async (needle: string, ms: number) => {
-        const deadline = Date.now() + ms;
-        while (!text.includes(needle)) {
-          const left = deadline - Date.now();
-          if (left <= 0) throw new Error(`no "${needle}" within ${ms} ms: ${text}`);
-          const chunk = await Promise.race([
-            reader.read(),
-            new Promise<null>((r) => setTimeout(() => r(null), left)),
-          ]);
-          if (chunk && !chunk.done) text += new TextDecoder().decode(chunk.value);
-        }
-      };
+      const stream = await openStream(base, c.widget_key, s.token);
+      const { until } = stream;
       await until('hello?', 2_000);
 
       // The reply goes through the other process (its own app, pool and feed).
@@ -707,12 +726,55 @@ describe('the live stream', () => {
       expectStatus(reply, 201);
       await until('from process B', 1_000);
       expect(Date.now() - started).toBeLessThan(1_000);
-      expect(text).toMatch(/event: message\ndata: /);
-      expect(text).not.toContain(s.token);
-      abort.abort();
-      await reader.cancel().catch(() => undefined);
+      expect(stream.text()).toMatch(/event: message\ndata: /);
+      expect(stream.text()).not.toContain(s.token);
+      await stream.close();
     } finally {
       await other.close();
+    }
+  });
+
+  it('an open stream follows its visitor when the team merges their contact into another', async () => {
+    const { acc, c, visitor } = await webchatAccount();
+    const s = await visitor.start();
+    await visitor.send('before the merge');
+    const [first] = await eventsOf(t.db, acc.accountId, 'message.received');
+    const anonymous = await contactOf(
+      acc,
+      (first!.data as { conversation_id: string }).conversation_id,
+    );
+    const stream = await openStream(await listening(), c.widget_key, s.token);
+    try {
+      await stream.until('before the merge', 2_000);
+      const known = await acc.call({
+        method: 'POST',
+        url: '/v1/contacts',
+        payload: { phone: '+14155550121' },
+      });
+      expectStatus(
+        await acc.call({
+          method: 'POST',
+          url: `/v1/contacts/${known.json().id}/merge`,
+          payload: { contact_id: anonymous },
+        }),
+        200,
+      );
+      expectStatus(
+        await acc.call({
+          method: 'POST',
+          url: '/v1/messages/send',
+          payload: {
+            contact_id: known.json().id,
+            channel: 'webchat',
+            type: 'text',
+            content: 'after the merge',
+          },
+        }),
+        201,
+      );
+      await stream.until('after the merge', 2_000);
+    } finally {
+      await stream.close();
     }
   });
 });
