@@ -700,8 +700,7 @@ describe('the live stream', () => {
       const contactId = await contactOf(acc, conversationId);
 
       const stream = await openStream(base, c.widget_key, s.token);
-      const { until } = stream;
-      await until('hello?', 2_000);
+      await stream.until('hello?', 2_000);
 
       // The reply goes through the other process (its own app, pool and feed).
       const otherAcc = {
@@ -724,7 +723,7 @@ describe('the live stream', () => {
         },
       });
       expectStatus(reply, 201);
-      await until('from process B', 1_000);
+      await stream.until('from process B', 1_000);
       expect(Date.now() - started).toBeLessThan(1_000);
       expect(stream.text()).toMatch(/event: message\ndata: /);
       expect(stream.text()).not.toContain(s.token);
