@@ -116,7 +116,9 @@ export type AppConfig = Pick<
   | 'publicUrl'
   | 'secretsKey'
   | 'mediaMaxBytes'
->;
+> &
+  /** Believe no X-Forwarded-For when absent. */
+  Partial<Pick<Config, 'trustProxy'>>;
 
 export interface AppDeps {
   config: AppConfig;
@@ -422,6 +424,7 @@ export async function buildApp(
       },
     },
     bodyLimit: BODY_LIMIT,
+    trustProxy: trustProxyOption(deps.config.trustProxy ?? false),
     requestIdHeader: false,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
@@ -553,4 +556,11 @@ export async function buildApp(
     );
   }
   return { app, services };
+}
+
+/** Fastify's trustProxy for TRUST_PROXY: a hop count as the function proxy-addr makes of one. */
+function trustProxyOption(
+  trust: Config['trustProxy'],
+): boolean | string[] | ((address: string, hop: number) => boolean) {
+  return typeof trust === 'number' ? (_address, hop) => hop < trust : trust;
 }

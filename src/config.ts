@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import path from 'node:path';
 
 /** Every setting of the service, read once from the environment and validated. */
@@ -37,6 +38,12 @@ export interface Config {
   publicUrl: string;
   /** 32 bytes that encrypt connection secrets; generated into DATA_DIR on the embedded default. */
   secretsKey: Buffer | null;
+  /**
+   * Which proxies' X-Forwarded-For to believe for the client's address (per-address rate
+   * limits, logs): false (none, the default), a number of hops, or the proxies' addresses and
+   * CIDR ranges.
+   */
+  trustProxy: false | number | string[];
 }
 
 export class ConfigError extends Error {}
@@ -89,6 +96,33 @@ function readSecretsKey(env: Env): Buffer | null {
   return key;
 }
 
+/**
+ * TRUST_PROXY: unset or `false`, a number of proxy hops in front of the service (1–10), or a
+ * comma-separated list of the proxies' addresses and CIDR ranges (`10.0.0.0/8,::1`). `true`
+ * (believe any X-Forwarded-For) is refused: a client could then claim any address.
+ */
+function readTrustProxy(env: Env): Config['trustProxy'] {
+  const raw = (env.TRUST_PROXY ?? '').trim();
+  if (raw === '' || raw === 'false') return false;
+  if (/^\d+$/.test(raw)) {
+    const hops = Number(raw);
+    if (hops < 1 || hops > 10) throw new ConfigError('TRUST_PROXY hops must be between 1 and 10');
+    return hops;
+  }
+  const entries = raw.split(',').map((e) => e.trim());
+  for (const entry of entries) {
+    const [address, prefix, ...rest] = entry.split('/');
+    const version = isIP(address ?? '');
+    const bits = version === 4 ? 32 : 128;
+    const prefixOk = prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= bits);
+    if (version === 0 || !prefixOk || rest.length > 0)
+      throw new ConfigError(
+        `TRUST_PROXY must be false, a number of hops, or proxy addresses and CIDR ranges separated by commas (got "${entry}")`,
+      );
+  }
+  return entries;
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const logLevel = env.LOG_LEVEL ?? 'info';
   if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
@@ -118,6 +152,7 @@ export function loadConfig(env: Env = process.env): Config {
     databaseUrl: readUrl(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
     databasePreparedStatements: readBool(env, 'DATABASE_PREPARED_STATEMENTS', true),
     readCache: readBool(env, 'READ_CACHE', true),
+    trustProxy: readTrustProxy(env),
     redisUrl: readUrl(env, 'REDIS_URL', ['redis:', 'rediss:']),
     adminToken: adminToken === '' ? null : adminToken,
     metricsToken: metricsToken === '' ? null : metricsToken,

@@ -644,6 +644,41 @@ describe('rate limits', () => {
       await byAddress.close();
     }
   });
+
+  it('behind a trusted proxy (TRUST_PROXY) the per-address limit counts each client, not the proxy', async () => {
+    // The test requests come from 127.0.0.1, standing in for the load balancer.
+    const trusted = async (trustProxy: false | string[]) => {
+      const app = await startTestApp({
+        config: { secretsKey: SECRETS_KEY, trustProxy },
+        rateLimiter: new MemoryRateLimiter(),
+        webchatLimits: { perAddress: 2, perVisitor: 1000 },
+      });
+      const acc = await newAccount(app);
+      const c = await connectWebchat(acc);
+      const session = (client: string) =>
+        visitorOf(app, c).call('POST', 'session', {}, { 'x-forwarded-for': client });
+      return { app, session };
+    };
+    const behind = await trusted(['127.0.0.1']);
+    try {
+      expectStatus(await behind.session('203.0.113.7'), 200);
+      expectStatus(await behind.session('203.0.113.7'), 200);
+      expectError(await behind.session('203.0.113.7'), 429);
+      // Another client behind the same proxy has its own count.
+      expectStatus(await behind.session('198.51.100.23'), 200);
+    } finally {
+      await behind.app.close();
+    }
+    // Without TRUST_PROXY, X-Forwarded-For is not believed: a client cannot escape its limit.
+    const direct = await trusted(false);
+    try {
+      expectStatus(await direct.session('203.0.113.7'), 200);
+      expectStatus(await direct.session('198.51.100.23'), 200);
+      expectError(await direct.session('192.0.2.1'), 429);
+    } finally {
+      await direct.app.close();
+    }
+  });
 });
 
 /** A visitor's live stream, read as it arrives. */
