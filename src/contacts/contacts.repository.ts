@@ -330,8 +330,9 @@ export class ContactsRepository {
 
   /**
    * Moves the messages, notes and broadcast replies of conversation `from` into `into` (the same
-   * person's, on the same channel) and deletes `from`; `into` keeps the later inbound time.
-   * Both conversations are locked by the caller.
+   * person's, on the same channel) and deletes `from`; `into` keeps the later inbound time, and
+   * is open if either was (a question asked in `from` must not vanish from the open inbox). Its
+   * assignee stays. Both conversations are locked by the caller.
    */
   async foldConversation(
     trx: Tx,
@@ -352,13 +353,14 @@ export class ContactsRepository {
       .deleteFrom('conversations')
       .where('account_id', '=', accountId)
       .where('id', '=', from)
-      .returning('last_inbound_at')
+      .returning(['last_inbound_at', 'status'])
       .executeTakeFirst();
     await trx
       .updateTable('conversations')
       .set((eb) => ({
         // GREATEST ignores a NULL.
         last_inbound_at: sql<Date | null>`greatest(${eb.ref('last_inbound_at')}, ${gone?.last_inbound_at ?? null}::timestamptz)`,
+        ...(gone?.status === 'open' ? { status: 'open' as const } : {}),
         updated_at: now,
       }))
       .where('account_id', '=', accountId)

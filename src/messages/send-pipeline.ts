@@ -194,11 +194,14 @@ export class SendPipeline {
    * the group fail, the Batcher records each attempt alone, so that one cannot fail another.
    */
   private async recordMany(plans: RecordPlan[]): Promise<MessageRow[][]> {
-    if (plans.every(onlyAccepted)) return this.recordAccepted(plans);
+    // One account's plans only: statements of two accounts without a transaction could leave the
+    // first recorded when the second fails, and the retry one at a time would then answer the
+    // first's callers as if nothing had changed.
+    if (plans.every(onlyAccepted) && byAccount(plans).size === 1) return this.recordAccepted(plans);
     return this.deps.db.transaction().execute((trx) => this.recordIn(trx, plans));
   }
 
-  /** `recordMany` for plans that are `onlyAccepted`: one statement per account, no transaction. */
+  /** `recordMany` for one account's plans that are `onlyAccepted`: one statement, no transaction. */
   private async recordAccepted(plans: RecordPlan[]): Promise<MessageRow[][]> {
     const now = this.deps.clock.now();
     const changedById = new Map<string, MessageRow>();

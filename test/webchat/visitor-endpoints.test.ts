@@ -497,6 +497,11 @@ describe('identity', () => {
       }),
       201,
     );
+    // The user's conversation was resolved; the question asked anonymously keeps it open.
+    expectStatus(
+      await acc.call({ method: 'POST', url: `/v1/conversations/${conversationId}/resolve` }),
+      200,
+    );
     expectStatus(await identify(tablet, 'user-99'), 200);
     const all = [
       'asked before logging in',
@@ -514,6 +519,7 @@ describe('identity', () => {
       url: `/v1/conversations/${conversationId}`,
     });
     expect(conversation.json().messages.map((m: { content: string }) => m.content)).toEqual(all);
+    expect(conversation.json().status).toBe('open');
     const notes = await acc.call({
       method: 'GET',
       url: `/v1/conversations/${conversationId}/notes`,
@@ -570,6 +576,36 @@ describe('identity', () => {
         { channel: 'webchat', id: expect.stringMatching(/^vis_/) },
       ]),
     );
+  });
+
+  it('an identify cut short (identifier recorded, nothing folded yet) is completed by the next one', async () => {
+    const { acc, c, visitor } = await webchatAccount();
+    const s = await visitor.start();
+    expectStatus(await visitor.send('written anonymously'), 201);
+    // As if the process died right after recording the identifier: another tab writes then.
+    await t.db
+      .updateTable('webchat_visitors')
+      .set({ identifier: 'user-5' })
+      .where('account_id', '=', acc.accountId)
+      .where('id', '=', s.visitor.id)
+      .execute();
+    expectStatus(await visitor.send('from another tab meanwhile'), 201);
+    expect((await acc.call({ method: 'GET', url: '/v1/contacts' })).json().data).toHaveLength(2);
+    expectStatus(
+      await visitor.call('POST', 'identify', {
+        identifier: 'user-5',
+        identifier_hash: identifierHash(c.identity_secret, 'user-5'),
+      }),
+      200,
+    );
+    const list = await visitor.call('GET', 'messages');
+    expect(list.json().data.map((m: { content: string }) => m.content)).toEqual([
+      'written anonymously',
+      'from another tab meanwhile',
+    ]);
+    const contacts = (await acc.call({ method: 'GET', url: '/v1/contacts' })).json().data;
+    expect(contacts).toHaveLength(1);
+    expect(contacts[0].identities).toEqual([{ channel: 'webchat', id: 'user-5' }]);
   });
 
   it('a rotated secret stops verifying the old hashes', async () => {

@@ -9,7 +9,7 @@ export interface VisitorClaim {
 /**
  * How long a visitor token is good for after it was issued. The widget starts a session with
  * its token on every page load and keeps the fresh one it is given, so a visitor who comes back
- * within this time keeps their conversation; a token copied out of a browser stops working.
+ * within this time keeps their conversation; a token left unused that long stops working.
  */
 export const VISITOR_TOKEN_TTL_MS = 30 * 24 * 3600_000;
 /** A token issued this far ahead of our clock (another process's clock drifting) still counts. */

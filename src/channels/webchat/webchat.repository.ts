@@ -57,17 +57,16 @@ export class WebchatRepository {
       .execute();
   }
 
-  /** A verified visitor: from now on it is the contact of that identifier. */
+  /** A verified visitor: from now on it is the contact that holds that identifier (see findVisitor). */
   async setIdentity(
     accountId: string,
     id: string,
     identifier: string,
-    contactId: string,
     now: Date,
   ): Promise<VisitorRow | undefined> {
     return this.db
       .updateTable('webchat_visitors')
-      .set({ identifier, contact_id: contactId, updated_at: now })
+      .set({ identifier, updated_at: now })
       .where('account_id', '=', accountId)
       .where('id', '=', id)
       .returningAll()

@@ -169,31 +169,46 @@ export class WebchatService {
     if (body.email !== undefined && !EMAIL.test(body.email))
       throw new ValidationError('email', 'must be an email address');
     const scope = { accountId: ctx.widget.accountId };
-    const anonymous = ctx.visitor.identifier === null && ctx.visitor.contact_id !== null;
+    // The identifier first: from now on the visitor is whichever contact holds it (see
+    // findVisitor), so a message from another tab meanwhile goes to that contact (made by it if
+    // need be), where the fold below finds it; and should this process die half way, the
+    // visitor is already who they proved to be.
+    const visitor = await this.deps.webchat.setIdentity(
+      scope.accountId,
+      ctx.visitor.id,
+      body.identifier,
+      this.deps.clock.now(),
+    );
+    // What the visitor wrote anonymously (its contact holds the visitor id as webchat identity)
+    // becomes the identified contact's: renamed when the identifier is new, else folded in. Both
+    // are no-ops once done, so an identify cut short is completed by the next one.
     const contact =
-      (anonymous
-        ? await this.deps.contacts.renameIdentity(scope, 'webchat', ctx.visitor.id, body.identifier)
-        : null) ??
+      (await this.deps.contacts.renameIdentity(
+        scope,
+        'webchat',
+        ctx.visitor.id,
+        body.identifier,
+      )) ??
       (await this.deps.tx.run(scope, (trx) =>
         this.findOrCreateByIdentity(trx, scope.accountId, body.identifier, body.name ?? null),
       ));
-    if (anonymous && ctx.visitor.contact_id !== contact.id)
-      await this.deps.contacts.foldAnonymous(scope, 'webchat', ctx.visitor.id, contact.id);
+    await this.deps.contacts.foldAnonymous(scope, 'webchat', ctx.visitor.id, contact.id);
     if ((body.name && !contact.name) || (body.email && !contact.email)) {
       await this.deps.contacts.update(scope, contact.id, {
         ...(body.name && !contact.name ? { name: body.name } : {}),
         ...(body.email && !contact.email ? { email: body.email } : {}),
       });
     }
-    const visitor = await this.deps.webchat.setIdentity(
+    await this.deps.webchat.setContact(
       scope.accountId,
       ctx.visitor.id,
-      body.identifier,
       contact.id,
       this.deps.clock.now(),
     );
-    // Its open streams follow it to that contact's conversation.
-    await this.deps.wakeups.publish(scope.accountId, ctx.visitor.contact_id ?? ctx.visitor.id);
+    // Its open streams, listening under its old contact or its own id (a stream woken half way
+    // may have found no contact), look again and follow it to the contact's conversation.
+    const keys = new Set([ctx.visitor.contact_id ?? ctx.visitor.id, ctx.visitor.id, contact.id]);
+    for (const key of keys) await this.deps.wakeups.publish(scope.accountId, key);
     return this.session(ctx.widget, visitor ?? ctx.visitor);
   }
 
