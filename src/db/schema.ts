@@ -318,8 +318,6 @@ export interface MediaTable {
 export interface WebchatVisitorsTable {
   account_id: string;
   id: string;
-  /** Null until the visitor writes or is identified. */
-  contact_id: string | null;
   /** The site's identifier of a verified visitor (Switchboard.identify). */
   identifier: string | null;
   created_at: Timestamp;

@@ -3,7 +3,12 @@ import type { Db } from '../../db/database.js';
 import type { WebchatVisitorsTable } from '../../db/schema.js';
 import type { MessageRow } from '../../messages/messages.repository.js';
 
-export type VisitorRow = Selectable<WebchatVisitorsTable>;
+export type StoredVisitor = Selectable<WebchatVisitorsTable>;
+/**
+ * A visitor with its contact: the one holding its webchat identity (see findVisitor); null
+ * until it writes or is identified.
+ */
+export type VisitorRow = StoredVisitor & { contact_id: string | null };
 
 /** The most messages one read returns: a widget shows the recent conversation. */
 export const HISTORY_LIMIT = 200;
@@ -12,7 +17,7 @@ export const HISTORY_LIMIT = 200;
 export class WebchatRepository {
   constructor(private readonly db: Db) {}
 
-  async insertVisitor(row: VisitorRow): Promise<void> {
+  async insertVisitor(row: StoredVisitor): Promise<void> {
     await this.db.insertInto('webchat_visitors').values(row).execute();
   }
 
@@ -31,30 +36,11 @@ export class WebchatRepository {
           .on('ci.channel', '=', 'webchat')
           .on('ci.external_id', '=', sql<string>`coalesce(v.identifier, v.id)`),
       )
-      .select([
-        'v.account_id',
-        'v.id',
-        'v.identifier',
-        'v.created_at',
-        'v.updated_at',
-        'ci.contact_id',
-      ])
+      .selectAll('v')
+      .select('ci.contact_id')
       .where('v.account_id', '=', accountId)
       .where('v.id', '=', id)
       .executeTakeFirst();
-  }
-
-  /**
-   * Records the contact a visitor's message made (its webchat identity decides which contact
-   * that is: see findVisitor).
-   */
-  async setContact(accountId: string, id: string, contactId: string, now: Date): Promise<void> {
-    await this.db
-      .updateTable('webchat_visitors')
-      .set({ contact_id: contactId, updated_at: now })
-      .where('account_id', '=', accountId)
-      .where('id', '=', id)
-      .execute();
   }
 
   /** A verified visitor: from now on it is the contact that holds that identifier (see findVisitor). */
@@ -63,7 +49,7 @@ export class WebchatRepository {
     id: string,
     identifier: string,
     now: Date,
-  ): Promise<VisitorRow | undefined> {
+  ): Promise<StoredVisitor | undefined> {
     return this.db
       .updateTable('webchat_visitors')
       .set({ identifier, updated_at: now })

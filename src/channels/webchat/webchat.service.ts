@@ -12,7 +12,7 @@ import type { InboundMessage } from '../channel.js';
 import type { ConnectionsRepository } from '../connections/connections.repository.js';
 import type { SecretBox } from '../connections/secret-box.js';
 import type { WebchatWakeups } from './webchat-wakeups.js';
-import type { VisitorRow, WebchatRepository } from './webchat.repository.js';
+import type { StoredVisitor, VisitorRow, WebchatRepository } from './webchat.repository.js';
 import type { IdentifyBody, SendBody, Session, VisitorMessage } from './webchat.schema.js';
 import {
   accountOfWidgetKey,
@@ -119,15 +119,15 @@ export class WebchatService {
         : undefined;
     if (!visitor) {
       const now = this.deps.clock.now();
-      visitor = {
+      const stored = {
         account_id: widget.accountId,
         id: newId('vis'),
-        contact_id: null,
         identifier: null,
         created_at: now,
         updated_at: now,
       };
-      await this.deps.webchat.insertVisitor(visitor);
+      await this.deps.webchat.insertVisitor(stored);
+      visitor = { ...stored, contact_id: null };
     }
     return this.session(widget, visitor);
   }
@@ -199,12 +199,6 @@ export class WebchatService {
         ...(body.email && !contact.email ? { email: body.email } : {}),
       });
     }
-    await this.deps.webchat.setContact(
-      scope.accountId,
-      ctx.visitor.id,
-      contact.id,
-      this.deps.clock.now(),
-    );
     // Its open streams, listening under its old contact or its own id (a stream woken half way
     // may have found no contact), look again and follow it to the contact's conversation.
     const keys = new Set([ctx.visitor.contact_id ?? ctx.visitor.id, ctx.visitor.id, contact.id]);
@@ -245,12 +239,6 @@ export class WebchatService {
         ),
       );
       contactId = contact.id;
-      await this.deps.webchat.setContact(
-        scope.accountId,
-        ctx.visitor.id,
-        contactId,
-        this.deps.clock.now(),
-      );
       // Its open streams listened under the visitor id until now.
       await this.deps.wakeups.publish(scope.accountId, ctx.visitor.id);
     }
@@ -304,7 +292,7 @@ export class WebchatService {
     return visitor ? { ...ctx, visitor } : ctx;
   }
 
-  private session(widget: Widget, visitor: VisitorRow): Session {
+  private session(widget: Widget, visitor: StoredVisitor): Session {
     const s = widget.settings;
     return {
       token: this.requireTokens().sign(
