@@ -37,6 +37,11 @@ export function addressOn(
   phone: string | null,
   identity: string | null,
 ): string | null {
-  if (channel === 'whatsapp') return phone === null ? null : phone.replace(/^\+/, '');
+  if (addressedByPhone(channel)) return phone === null ? null : phone.replace(/^\+/, '');
   return identity;
+}
+
+/** Whether a provider reaches a contact on `channel` by its phone (WhatsApp), not a stored id. */
+export function addressedByPhone(channel: Channel): boolean {
+  return channel === 'whatsapp';
 }

@@ -1,7 +1,8 @@
 import { sql, type Insertable, type Selectable } from 'kysely';
 import type { Db, Tx } from '../db/database.js';
 import type { Channel, JobsTable, MessageStatus, MessagesTable } from '../db/schema.js';
-import { addressOn } from '../contacts/identities.js';
+import { addressOn, addressedByPhone } from '../contacts/identities.js';
+import { newId } from '../ids.js';
 import { deleteHeldJobs, type HeldJob } from '../jobs/job-queue.js';
 
 export type MessageRow = Selectable<MessagesTable>;
@@ -20,6 +21,27 @@ export const FORWARD_FROM: Record<'delivered' | 'read' | 'failed', MessageStatus
 export type OutboundRecord =
   | { id: string; status: 'sent'; providerMessageId: string }
   | { id: string; status: 'failed'; reason: string };
+
+/** One send for `queueOpening`: its message and the send job that carries it. */
+export interface OpeningSend {
+  /** The message, but for its conversation (found or created by the statement). */
+  row: Omit<MessageRow, 'conversation_id'>;
+  contactId: string;
+  channel: Channel;
+  /** The sandbox reaches every contact; a real provider only one with an address on the channel. */
+  anyContact: boolean;
+  job: Insertable<JobsTable>;
+}
+
+/** A recipient of `queueOpening` as found: where it is reached, and its conversation (when queued). */
+export interface OpeningAddress {
+  accountId: string;
+  contactId: string;
+  channel: Channel;
+  phone: string | null;
+  externalId: string | null;
+  conversationId: string | null;
+}
 
 /** A queued message with where it goes. */
 export interface QueuedMessage {
@@ -58,6 +80,116 @@ export class MessagesRepository {
       .insertInto('jobs')
       .values(jobs)
       .execute();
+  }
+
+  /**
+   * Queues sends that open (or reopen) their conversation whatever its 24-hour window, in one
+   * statement, atomic without a transaction: each recipient's contact locked FOR KEY SHARE (none
+   * is merged away or deleted meanwhile) with its address on the channel, its conversation
+   * created or reopened for a recipient that can be reached, and the messages with their send
+   * jobs inserted for those. `MessagesService.queue` does the same in several statements inside
+   * a transaction; this is its path for API sends, where one round trip instead of five is most
+   * of a send's cost. Locks are taken in the order `queue` takes them (account, channel,
+   * contact; contacts first, then conversations), so the two never deadlock. Answers every
+   * recipient found, with its conversation when its message was queued; one not found is gone.
+   */
+  async queueOpening(db: Tx | Db, sends: OpeningSend[], now: Date): Promise<OpeningAddress[]> {
+    if (sends.length === 0) return [];
+    const targets = new Map<string, OpeningSend>();
+    for (const s of sends)
+      targets.set([s.row.account_id, s.channel, s.contactId].join('\u0000'), s);
+    const t = [...targets.values()];
+    const conversationIds = t.map(() => newId('conv'));
+    const params = (pick: (r: OpeningSend['row']) => unknown) => sends.map((s) => pick(s.row));
+    const result = await sql<{
+      account_id: string;
+      contact_id: string;
+      channel: Channel;
+      phone: string | null;
+      external_id: string | null;
+      conversation_id: string | null;
+    }>`
+      WITH target AS (
+        SELECT account_id, contact_id, channel, conversation_id, any_contact, by_phone
+        FROM unnest(${t.map((s) => s.row.account_id)}::text[], ${t.map((s) => s.contactId)}::text[],
+                    ${t.map((s) => s.channel)}::text[], ${conversationIds}::text[],
+                    ${t.map((s) => s.anyContact)}::boolean[],
+                    ${t.map((s) => addressedByPhone(s.channel))}::boolean[])
+          AS v(account_id, contact_id, channel, conversation_id, any_contact, by_phone)
+      ),
+      address AS MATERIALIZED (
+        SELECT ct.account_id, ct.id AS contact_id, t.channel, t.conversation_id, ct.phone,
+               ci.external_id,
+               t.any_contact OR CASE WHEN t.by_phone THEN ct.phone ELSE ci.external_id END
+                 IS NOT NULL AS reachable
+        FROM target t
+        JOIN contacts ct ON ct.account_id = t.account_id AND ct.id = t.contact_id
+        LEFT JOIN contact_identities ci
+          ON ci.account_id = ct.account_id AND ci.contact_id = ct.id AND ci.channel = t.channel
+        ORDER BY ct.account_id, t.channel COLLATE "C", ct.id
+        FOR KEY SHARE OF ct
+      ),
+      conversation AS (
+        INSERT INTO conversations
+          (account_id, id, contact_id, channel, status, created_at, updated_at)
+        SELECT account_id, conversation_id, contact_id, channel, 'open', ${now}, ${now}
+        FROM address WHERE reachable
+        ORDER BY account_id, channel COLLATE "C", contact_id
+        ON CONFLICT (account_id, contact_id, channel)
+          DO UPDATE SET status = 'open', updated_at = EXCLUDED.updated_at
+        RETURNING account_id, id, contact_id, channel
+      ),
+      send AS (
+        SELECT account_id, id, contact_id, channel, type, content, media_url, template_name,
+               template_language, template_params, job_id, job_kind, job_payload, job_run_at,
+               job_locked_until, job_attempts, job_created_at
+        FROM unnest(${params((r) => r.account_id)}::text[], ${params((r) => r.id)}::text[],
+                    ${sends.map((s) => s.contactId)}::text[], ${sends.map((s) => s.channel)}::text[],
+                    ${params((r) => r.type)}::text[], ${params((r) => r.content)}::text[],
+                    ${params((r) => r.media_url)}::text[], ${params((r) => r.template_name)}::text[],
+                    ${params((r) => r.template_language)}::text[],
+                    ${params((r) => (r.template_params === null ? null : JSON.stringify(r.template_params)))}::jsonb[],
+                    ${sends.map((s) => s.job.id)}::text[], ${sends.map((s) => s.job.kind)}::text[],
+                    ${sends.map((s) => s.job.payload)}::jsonb[],
+                    ${sends.map((s) => s.job.run_at)}::timestamptz[],
+                    ${sends.map((s) => s.job.locked_until ?? null)}::timestamptz[],
+                    ${sends.map((s) => s.job.attempts ?? 0)}::int[],
+                    ${sends.map((s) => s.job.created_at)}::timestamptz[])
+          AS v(account_id, id, contact_id, channel, type, content, media_url, template_name,
+               template_language, template_params, job_id, job_kind, job_payload, job_run_at,
+               job_locked_until, job_attempts, job_created_at)
+      ),
+      message AS (
+        INSERT INTO messages
+          (account_id, id, conversation_id, direction, type, content, media_url, template_name,
+           template_language, template_params, status, created_at, updated_at)
+        SELECT s.account_id, s.id, c.id, 'outbound', s.type, s.content, s.media_url,
+               s.template_name, s.template_language, s.template_params, 'queued', ${now}, ${now}
+        FROM send s
+        JOIN conversation c
+          ON c.account_id = s.account_id AND c.contact_id = s.contact_id AND c.channel = s.channel
+        RETURNING account_id, id
+      ),
+      job AS (
+        INSERT INTO jobs (account_id, id, kind, payload, run_at, created_at, locked_until, attempts)
+        SELECT s.account_id, s.job_id, s.job_kind, s.job_payload, s.job_run_at, s.job_created_at,
+               s.job_locked_until, s.job_attempts
+        FROM send s JOIN message m ON m.account_id = s.account_id AND m.id = s.id
+      )
+      SELECT a.account_id, a.contact_id, a.channel, a.phone, a.external_id,
+             c.id AS conversation_id
+      FROM address a
+      LEFT JOIN conversation c
+        ON c.account_id = a.account_id AND c.contact_id = a.contact_id AND c.channel = a.channel
+    `.execute(db);
+    return result.rows.map((r) => ({
+      accountId: r.account_id,
+      contactId: r.contact_id,
+      channel: r.channel,
+      phone: r.phone,
+      externalId: r.external_id,
+      conversationId: r.conversation_id,
+    }));
   }
 
   /** Inserts an inbound message unless its provider id is already recorded; false if it was. */

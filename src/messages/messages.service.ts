@@ -11,13 +11,13 @@ import { templatesBypassWindow } from '../channels/meta-pages/window.js';
 import { addressOn } from '../contacts/identities.js';
 import type { Clock } from '../clock.js';
 import { checkPhone, type ContactsService } from '../contacts/contacts.service.js';
-import type { Tx } from '../db/database.js';
+import type { Db, Tx } from '../db/database.js';
 import type { Channel } from '../db/schema.js';
 import type { Scope, Transactor } from '../db/transactor.js';
 import { AppError, NotFound, ValidationError } from '../errors.js';
 import type { Outbox } from '../events/outbox.js';
 import { newId } from '../ids.js';
-import type { JobQueue } from '../jobs/job-queue.js';
+import type { JobQueue, NewJob } from '../jobs/job-queue.js';
 import type { ConversationsRepository } from '../conversations/conversations.repository.js';
 import type { ApprovedTemplate, TemplatesService } from '../templates/templates.service.js';
 import type { FetchedMedia, MediaFetcher } from './media.js';
@@ -26,6 +26,7 @@ import {
   FORWARD_FROM,
   type MessageRow,
   type MessagesRepository,
+  type OpeningSend,
   type QueuedMessage,
 } from './messages.repository.js';
 import { SEND_LEASE_MS, type QueuedSend, type SendPipeline } from './send-pipeline.js';
@@ -304,8 +305,13 @@ export class MessagesService {
     await this.deps.pipeline.recordFailures(trx, accountId, ids, `sending stopped: ${reason}`);
   }
 
-  /** One group of API sends, queued in one transaction (see `queueSends`). */
+  /**
+   * One group of API sends: in one statement when none needs a transaction of its own (see
+   * `queueOpening`), else in one transaction (see `queueSends`).
+   */
   private async queueGroup(requests: SendRequest[]): Promise<QueueResult[]> {
+    if (requests.every((r) => !r.scope.beforeCommit && !windowed(r.channel, r.provider, r.type)))
+      return this.queueOpening(requests);
     const queued = await this.deps.tx.db
       .transaction()
       .execute((trx) => this.queueSends(trx, requests));
@@ -315,15 +321,16 @@ export class MessagesService {
   }
 
   /**
-   * Queues a group of API sends in the caller's transaction: templates read once per name,
-   * each account's and channel's sends queued together (see `queue`), each with its own send
-   * job and the idempotency record of its request. A send the rules refuse answers its error
-   * and leaves the others be.
+   * The messages of a group of API sends, templates rendered (each read once per account and
+   * name); a send whose template cannot be used gets its error instead.
    */
-  private async queueSends(trx: Tx, requests: SendRequest[]): Promise<QueueResult[]> {
+  private async drafts(
+    db: Tx | Db,
+    requests: SendRequest[],
+  ): Promise<{ results: QueueResult[]; drafts: Map<number, Draft> }> {
     const results = new Array<QueueResult>(requests.length);
+    const drafts = new Map<number, Draft>();
     const templates = new Map<string, Promise<ApprovedTemplate>>();
-    const groups = new Map<string, { index: number; recipient: Recipient }[]>();
     for (const [index, request] of requests.entries()) {
       const { scope, template } = request;
       let content = request.content;
@@ -332,7 +339,7 @@ export class MessagesService {
         const key = `${scope.accountId}\u0000${template.name}`;
         let approved = templates.get(key);
         if (!approved) {
-          approved = this.deps.templates.findApproved(trx, scope.accountId, template.name);
+          approved = this.deps.templates.findApproved(db, scope.accountId, template.name);
           templates.set(key, approved);
         }
         try {
@@ -345,17 +352,77 @@ export class MessagesService {
           continue;
         }
       }
+      drafts.set(index, { type: request.type, content, template: ref, mediaUrl: request.mediaUrl });
+    }
+    return { results, drafts };
+  }
+
+  /**
+   * Queues a group of API sends that open (or reopen) their conversations whatever the 24-hour
+   * window and write no idempotency record, in one statement without a transaction (see
+   * MessagesRepository.queueOpening), by the rules `queue` applies: a contact gone is a 404, one
+   * the channel's real provider cannot reach a 422, each the request's own. Each send has its
+   * own job, held by the caller.
+   */
+  private async queueOpening(requests: SendRequest[]): Promise<QueueResult[]> {
+    const db = this.deps.tx.db;
+    const { results, drafts } = await this.drafts(db, requests);
+    const now = this.deps.clock.now();
+    const lease = new Date(now.getTime() + (this.deps.sendLeaseMs ?? SEND_LEASE_MS));
+    const sends: { index: number; send: OpeningSend }[] = [];
+    for (const [index, draft] of drafts) {
+      const { scope, channel, provider, contactId } = requests[index]!;
+      const row = outboundRow(scope.accountId, draft, null, now);
+      const [job] = this.deps.jobs.rowsOf([sendJob(scope.accountId, [row.id], lease)]);
+      sends.push({
+        index,
+        send: { row, contactId, channel, anyContact: provider === 'sandbox', job: job! },
+      });
+    }
+    const found = new Map(
+      (
+        await this.deps.messages.queueOpening(
+          db,
+          sends.map((s) => s.send),
+          now,
+        )
+      ).map((a) => [[a.accountId, a.channel, a.contactId].join('\u0000'), a]),
+    );
+    for (const { index, send } of sends) {
+      const { row, contactId, channel, job } = send;
+      const address = found.get([row.account_id, channel, contactId].join('\u0000'));
+      if (!address) results[index] = { contactId, error: new NotFound('contact', contactId) };
+      else if (address.conversationId === null)
+        results[index] = { contactId, error: noIdentity(channel, contactId) };
+      else
+        results[index] = {
+          contactId,
+          row: { ...row, conversation_id: address.conversationId },
+          to: {
+            phone: address.phone,
+            identity: addressOn(channel, address.phone, address.externalId),
+          },
+          job: { id: job.id, lease },
+        };
+    }
+    return results;
+  }
+
+  /**
+   * Queues a group of API sends in the caller's transaction: each account's and channel's sends
+   * queued together (see `queue`), each with its own send job and the idempotency record of its
+   * request. A send the rules refuse answers its error and leaves the others be.
+   */
+  private async queueSends(trx: Tx, requests: SendRequest[]): Promise<QueueResult[]> {
+    const { results, drafts } = await this.drafts(trx, requests);
+    const groups = new Map<string, { index: number; recipient: Recipient }[]>();
+    for (const [index, message] of drafts) {
+      const request = requests[index]!;
       // Sends that share an account, a channel and its provider are queued together.
-      const key = [scope.accountId, request.channel, request.provider].join('\u0000');
+      const key = [request.scope.accountId, request.channel, request.provider].join('\u0000');
       const group = groups.get(key) ?? [];
       groups.set(key, group);
-      group.push({
-        index,
-        recipient: {
-          contactId: request.contactId,
-          message: { type: request.type, content, template: ref, mediaUrl: request.mediaUrl },
-        },
-      });
+      group.push({ index, recipient: { contactId: request.contactId, message } });
     }
     // In one order (account, then channel), so that groups lock rows in one order everywhere.
     for (const key of [...groups.keys()].sort()) {
@@ -429,15 +496,13 @@ export class MessagesService {
     }
     const templatesAllowed = templatesBypassWindow(batch.provider);
     const messageOf = (r: Recipient) => r.message ?? batch.message;
-    const windowed = (r: Recipient) =>
-      WINDOWED_CHANNELS.has(batch.channel) &&
-      (messageOf(r).type !== 'template' || !templatesAllowed);
+    const isWindowed = (r: Recipient) => windowed(batch.channel, batch.provider, messageOf(r).type);
     const addressable = batch.recipients.filter((r) => to.has(r.contactId));
     const contactsOf = (rs: Recipient[]) => [...new Set(rs.map((r) => r.contactId))].sort();
     // Inside the window there is always a conversation (the contact wrote in it), so a windowed
     // send only locks existing ones and never leaves an empty conversation for a refused recipient.
-    const inWindow = contactsOf(addressable.filter(windowed));
-    const opening = contactsOf(addressable.filter((r) => !windowed(r)));
+    const inWindow = contactsOf(addressable.filter(isWindowed));
+    const opening = contactsOf(addressable.filter((r) => !isWindowed(r)));
     // A group with both kinds (API sends queued together) first locks every existing
     // conversation it needs in one sorted pass: locking the two sets one after the other could
     // take two rows in opposite orders in two concurrent groups.
@@ -465,7 +530,7 @@ export class MessagesService {
       }
       const conversation = conversations.get(recipient.contactId);
       const last = conversation?.last_inbound_at;
-      const inside = windowed(recipient);
+      const inside = isWindowed(recipient);
       if (
         !conversation ||
         (inside && (!last || now.getTime() - last.getTime() >= CUSTOMER_WINDOW_MS))
@@ -476,24 +541,9 @@ export class MessagesService {
         });
         continue;
       }
-      const message = messageOf(recipient);
       const row: MessageRow = {
-        account_id: accountId,
-        id: newId('msg'),
+        ...outboundRow(accountId, messageOf(recipient), batch.broadcastId, now),
         conversation_id: conversation.id,
-        direction: 'outbound',
-        type: message.type,
-        content: message.content,
-        media_url: message.mediaUrl,
-        template_name: message.template?.name ?? null,
-        template_language: message.template?.language ?? null,
-        template_params: message.template ? message.template.params : null,
-        status: 'queued',
-        failure_reason: null,
-        provider_message_id: null,
-        broadcast_id: batch.broadcastId,
-        created_at: now,
-        updated_at: now,
       };
       if (inside) touched.add(conversation.id);
       rows.push(row);
@@ -506,12 +556,9 @@ export class MessagesService {
     const lease = new Date(now.getTime() + (this.deps.sendLeaseMs ?? SEND_LEASE_MS));
     // Each API send's own job, or one for the whole batch; written with the messages.
     const jobs = this.deps.jobs.rowsOf(
-      (batch.jobs === 'each' ? rows.map((r) => [r.id]) : [rows.map((r) => r.id)]).map((ids) => ({
-        accountId,
-        kind: 'message.send' as const,
-        payload: { v: 1 as const, message_ids: ids },
-        leasedUntil: lease,
-      })),
+      (batch.jobs === 'each' ? rows.map((r) => [r.id]) : [rows.map((r) => r.id)]).map((ids) =>
+        sendJob(accountId, ids, lease),
+      ),
     );
     await this.deps.messages.insertWithJobs(trx, rows, jobs);
     if (batch.jobs === 'each') {
@@ -950,6 +997,56 @@ interface TemplateRef {
   name: string;
   language: string;
   params: string[];
+}
+
+/**
+ * Whether a send waits for the contact's 24-hour window: on a windowed channel, all but the
+ * templates a provider lets through it (Meta does on WhatsApp, not on Messenger or Instagram).
+ */
+function windowed(
+  channel: Channel,
+  provider: ChannelProvider['name'],
+  type: SendMessageBody['type'],
+): boolean {
+  return (
+    WINDOWED_CHANNELS.has(channel) && (type !== 'template' || !templatesBypassWindow(provider))
+  );
+}
+
+/** A queued outbound message of `draft`, but for its conversation. */
+function outboundRow(
+  accountId: string,
+  draft: Draft,
+  broadcastId: string | null,
+  now: Date,
+): Omit<MessageRow, 'conversation_id'> {
+  return {
+    account_id: accountId,
+    id: newId('msg'),
+    direction: 'outbound',
+    type: draft.type,
+    content: draft.content,
+    media_url: draft.mediaUrl,
+    template_name: draft.template?.name ?? null,
+    template_language: draft.template?.language ?? null,
+    template_params: draft.template ? draft.template.params : null,
+    status: 'queued',
+    failure_reason: null,
+    provider_message_id: null,
+    broadcast_id: broadcastId,
+    created_at: now,
+    updated_at: now,
+  };
+}
+
+/** The send job of queued messages, held by its caller until `lease` (its first attempt). */
+function sendJob(accountId: string, messageIds: string[], lease: Date): NewJob {
+  return {
+    accountId,
+    kind: 'message.send',
+    payload: { v: 1, message_ids: messageIds },
+    leasedUntil: lease,
+  };
 }
 
 /** An attempt at queued messages under their send job's claim (see SendPipeline). */

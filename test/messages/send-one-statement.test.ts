@@ -1,0 +1,231 @@
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { JobQueue } from '../../src/jobs/job-queue.js';
+import { newId } from '../../src/ids.js';
+import { MessagesRepository, type OpeningSend } from '../../src/messages/messages.repository.js';
+import type { Channel } from '../../src/db/schema.js';
+import { createPrivateDatabase, newAccount, startTestApp, type TestApp } from '../helpers.js';
+import { createContact, receive, sendJobsOf } from '../inbox-helpers.js';
+import { slowProvider } from './slow-provider.js';
+
+// API sends that open their conversation whatever the 24-hour window (templates on WhatsApp,
+// anything on webchat) and carry no Idempotency-Key are queued in one statement without a
+// transaction (MessagesRepository.queueOpening). These tests hold it to the rules the
+// transaction path keeps: who can be reached, one conversation per contact and channel, a
+// message and its send job written together or not at all, one request's failure its own.
+
+const { provider: slow } = slowProvider(10);
+
+let t: TestApp;
+let drop: () => Promise<void>;
+beforeAll(async () => {
+  const db = await createPrivateDatabase();
+  drop = db.drop;
+  t = await startTestApp({ databaseUrl: db.url, providers: { webchat: slow } });
+});
+afterAll(async () => {
+  await t.close();
+  await drop();
+});
+
+describe('MessagesRepository.queueOpening', () => {
+  const now = new Date('2026-11-24T12:00:00.000Z');
+  const lease = new Date(now.getTime() + 60_000);
+
+  function opening(
+    accountId: string,
+    contactId: string,
+    channel: Channel,
+    anyContact: boolean,
+    content: string,
+  ): OpeningSend {
+    const id = newId('msg');
+    const [job] = new JobQueue({ now: () => now }).rowsOf([
+      {
+        accountId,
+        kind: 'message.send',
+        payload: { v: 1, message_ids: [id] },
+        leasedUntil: lease,
+      },
+    ]);
+    return {
+      row: {
+        account_id: accountId,
+        id,
+        direction: 'outbound',
+        type: 'text',
+        content,
+        media_url: null,
+        template_name: null,
+        template_language: null,
+        template_params: null,
+        status: 'queued',
+        failure_reason: null,
+        provider_message_id: null,
+        broadcast_id: null,
+        created_at: now,
+        updated_at: now,
+      },
+      contactId,
+      channel,
+      anyContact,
+      job: job!,
+    };
+  }
+
+  it('queues each reachable recipient with its job, in a conversation found, reopened or created; the rest leave nothing behind', async () => {
+    const acc = await newAccount(t);
+    const other = await newAccount(t);
+    const withPhone = await createContact(acc);
+    const phoneless = await createContact(acc);
+    await t.db
+      .updateTable('contacts')
+      .set({ phone: null })
+      .where('account_id', '=', acc.accountId)
+      .where('id', '=', phoneless.id)
+      .execute();
+    // A contact with a resolved WhatsApp conversation: sending reopens that one.
+    const returning = await createContact(acc);
+    await receive(acc, returning.id, 'whatsapp');
+    const existing = await t.db
+      .updateTable('conversations')
+      .set({ status: 'resolved' })
+      .where('account_id', '=', acc.accountId)
+      .where('contact_id', '=', returning.id)
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    const foreign = await createContact(other);
+
+    const sends = [
+      opening(acc.accountId, withPhone.id, 'whatsapp', false, 'one'),
+      opening(acc.accountId, withPhone.id, 'whatsapp', false, 'two'),
+      // No phone: a real WhatsApp provider cannot reach it; the sandbox can (on webchat here).
+      opening(acc.accountId, phoneless.id, 'whatsapp', false, 'unreachable'),
+      opening(acc.accountId, phoneless.id, 'webchat', true, 'sandboxed'),
+      opening(acc.accountId, returning.id, 'whatsapp', false, 'again'),
+      // Gone, and another account's contact named under this account: neither is found.
+      opening(acc.accountId, 'con_missing', 'whatsapp', true, 'nobody'),
+      opening(acc.accountId, foreign.id, 'whatsapp', true, 'not yours'),
+    ];
+    const found = await new MessagesRepository(t.db).queueOpening(t.db, sends, now);
+
+    const byKey = new Map(found.map((a) => [`${a.contactId} ${a.channel}`, a]));
+    expect(found).toHaveLength(4);
+    expect(byKey.get(`${withPhone.id} whatsapp`)).toMatchObject({
+      phone: withPhone.phone,
+      conversationId: expect.stringMatching(/^conv_/),
+    });
+    expect(byKey.get(`${phoneless.id} whatsapp`)).toMatchObject({
+      phone: null,
+      conversationId: null,
+    });
+    expect(byKey.get(`${phoneless.id} webchat`)?.conversationId).toMatch(/^conv_/);
+    expect(byKey.get(`${returning.id} whatsapp`)?.conversationId).toBe(existing.id);
+
+    const messages = await t.db
+      .selectFrom('messages')
+      .select(['id', 'conversation_id', 'content', 'status', 'direction', 'created_at'])
+      .where('account_id', '=', acc.accountId)
+      .where('direction', '=', 'outbound')
+      .orderBy('content')
+      .execute();
+    expect(messages.map((m) => m.content)).toEqual(['again', 'one', 'sandboxed', 'two']);
+    for (const m of messages) {
+      expect(m.status).toBe('queued');
+      expect(m.created_at.toISOString()).toBe(now.toISOString());
+    }
+    const [again, one, sandboxed, two] = messages;
+    expect(one!.conversation_id).toBe(two!.conversation_id);
+    expect(one!.conversation_id).toBe(byKey.get(`${withPhone.id} whatsapp`)!.conversationId);
+    expect(again!.conversation_id).toBe(existing.id);
+    expect(sandboxed!.conversation_id).toBe(byKey.get(`${phoneless.id} webchat`)!.conversationId);
+
+    // Each queued message has its own send job, held under the lease; no other job was written.
+    const jobs = await t.db
+      .selectFrom('jobs')
+      .select(['id', 'kind', 'payload', 'locked_until', 'run_at', 'attempts'])
+      .where('account_id', '=', acc.accountId)
+      .where('kind', '=', 'message.send')
+      .execute();
+    expect(jobs).toHaveLength(4);
+    const queuedIds = new Set(messages.map((m) => m.id));
+    for (const job of jobs) {
+      const sent = sends.find((s) => s.job.id === job.id)!;
+      expect(queuedIds.has(sent.row.id)).toBe(true);
+      expect(job.payload).toEqual({ v: 1, message_ids: [sent.row.id] });
+      expect(job.locked_until?.toISOString()).toBe(lease.toISOString());
+      expect(job.run_at.toISOString()).toBe(lease.toISOString());
+      expect(job.attempts).toBe(1);
+    }
+    // The returning contact's conversation was reopened; the unreachable one got none.
+    const conversations = await t.db
+      .selectFrom('conversations')
+      .select(['id', 'contact_id', 'channel', 'status'])
+      .where('account_id', '=', acc.accountId)
+      .execute();
+    expect(conversations.find((c) => c.id === existing.id)?.status).toBe('open');
+    expect(
+      conversations.filter((c) => c.contact_id === phoneless.id).map((c) => c.channel),
+    ).toEqual(['webchat']);
+    // Nothing was written in the other account.
+    expect(
+      await t.db
+        .selectFrom('conversations')
+        .select('id')
+        .where('account_id', '=', other.accountId)
+        .execute(),
+    ).toEqual([]);
+  });
+});
+
+describe('POST /v1/messages/send without a transaction', () => {
+  const send = (acc: Awaited<ReturnType<typeof newAccount>>, payload: object) =>
+    acc.call({ method: 'POST', url: '/v1/messages/send', payload });
+
+  it('a send that fails in the database fails alone: the rest of its statement is queued again and sent once', async () => {
+    const acc = await newAccount(t);
+    const contacts = await Promise.all(Array.from({ length: 12 }, () => createContact(acc)));
+    await sql`
+      CREATE FUNCTION test_refuse_bang() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF NEW.content = 'bang' THEN RAISE EXCEPTION 'refused by the test'; END IF;
+        RETURN NEW;
+      END $$`.execute(t.db);
+    await sql`CREATE TRIGGER test_refuse_bang BEFORE INSERT ON messages
+      FOR EACH ROW EXECUTE FUNCTION test_refuse_bang()`.execute(t.db);
+    try {
+      const answers = await Promise.all(
+        contacts.map((c, i) =>
+          send(acc, {
+            contact_id: c.id,
+            channel: 'webchat',
+            type: 'text',
+            content: i === 7 ? 'bang' : 'fine',
+          }),
+        ),
+      );
+      for (const [i, res] of answers.entries()) {
+        if (i === 7) expect(res.statusCode).toBeGreaterThanOrEqual(500);
+        else expect(res.json(), res.body).toMatchObject({ status: 'sent', content: 'fine' });
+      }
+      const rows = await t.db
+        .selectFrom('messages')
+        .select(['content', 'status'])
+        .where('account_id', '=', acc.accountId)
+        .execute();
+      expect(rows).toHaveLength(11);
+      expect(rows.every((r) => r.content === 'fine' && r.status === 'sent')).toBe(true);
+      // The refused send left no conversation, message or job behind, and the others' jobs are done.
+      const conversations = await t.db
+        .selectFrom('conversations')
+        .select('contact_id')
+        .where('account_id', '=', acc.accountId)
+        .execute();
+      expect(conversations.map((c) => c.contact_id)).not.toContain(contacts[7]!.id);
+      expect(await sendJobsOf(t.db, acc.accountId)).toEqual([]);
+    } finally {
+      await sql`DROP TRIGGER test_refuse_bang ON messages`.execute(t.db);
+      await sql`DROP FUNCTION test_refuse_bang()`.execute(t.db);
+    }
+  });
+});
