@@ -44,6 +44,11 @@ export interface LoadFigures {
   total: number;
   non2xx: number;
   statusCounts: Record<string, number>;
+  /**
+   * performance.now() at the last response: autocannon reports a run of `amount` requests done
+   * on its next tick, up to a second after the last answer.
+   */
+  lastResponseAt: number;
 }
 
 /** The median of each figure over several runs, with the runs themselves. */
@@ -99,6 +104,7 @@ function isExpected(target: LoadTarget, status: number): boolean {
 export async function runLoad(target: LoadTarget, opts: LoadOptions): Promise<LoadFigures> {
   assertLocal(target.url);
   const latencies = new LatencySample();
+  let lastResponseAt = NaN;
   // autocannon ends runs itself (after `duration`, or `amount` requests); this bounds a run that hangs.
   const limitS = opts.durationS + (opts.amount !== undefined ? 0 : RUN_OVERRUN_MS / 1000);
   const result = await new Promise<autocannon.Result>((resolve, reject) => {
@@ -137,6 +143,7 @@ export async function runLoad(target: LoadTarget, opts: LoadOptions): Promise<Lo
     }
     const keep = opts.recordLatency ?? (() => true);
     instance.on('response', (_client, statusCode, _bytes, responseTimeMs) => {
+      lastResponseAt = performance.now();
       if (isExpected(target, statusCode) && keep()) latencies.add(responseTimeMs);
     });
   });
@@ -169,6 +176,7 @@ export async function runLoad(target: LoadTarget, opts: LoadOptions): Promise<Lo
     total,
     non2xx: result.non2xx,
     statusCounts,
+    lastResponseAt,
   };
 }
 
@@ -181,13 +189,15 @@ export async function runLoad(target: LoadTarget, opts: LoadOptions): Promise<Lo
 export async function measureAgainstBaseline(
   ctx: BenchContext,
   targets: LoadTarget[],
+  /** Concurrent connections, when not BENCH_CONNECTIONS. */
+  connections = ctx.settings.connections,
 ): Promise<ComparedMeasurement[]> {
-  const { settings } = ctx;
-  const load = { durationS: settings.durationS, connections: settings.connections };
+  const settings = { ...ctx.settings, connections };
+  const load = { durationS: settings.durationS, connections };
   if (settings.warmupS > 0) {
     for (const target of targets) {
-      ctx.log(`warming up ${target.name}`);
-      await runLoad(target, { durationS: settings.warmupS, connections: settings.connections });
+      ctx.log(`warming up ${target.name} (${connections} connections)`);
+      await runLoad(target, { durationS: settings.warmupS, connections });
     }
   }
   const runs: LoadFigures[][] = targets.map(() => []);

@@ -31,6 +31,11 @@ export interface Settings {
   broadcastReadRate: number;
   /** search suite: contacts in the searched account (BENCH_SEARCH_CONTACTS, 1,000,000). */
   searchContacts: number;
+  /**
+   * whatsapp-send suite: connections of its second measurement, enough to keep the machine busy
+   * (BENCH_SEND_CONNECTIONS, 50); the first uses BENCH_CONNECTIONS.
+   */
+  sendConnections: number;
   /** whatsapp-broadcast suite: recipients of the broadcast (BENCH_WHATSAPP_CONTACTS, 100,000). */
   whatsappContacts: number;
   /** whatsapp-inbound suite: messages Meta posts (BENCH_INBOUND_MESSAGES, 10,000). */
@@ -100,6 +105,7 @@ export function loadSettings(env: Env = process.env): Settings {
     inboundSenders: readInt(env, 'BENCH_INBOUND_SENDERS', 1_000, 1, 1_000_000),
     inboundPerWebhook: readInt(env, 'BENCH_INBOUND_PER_WEBHOOK', 1, 1, 1_000),
     inboundConnections: readInt(env, 'BENCH_INBOUND_CONNECTIONS', 20, 1, 1000),
+    sendConnections: readInt(env, 'BENCH_SEND_CONNECTIONS', 50, 1, 1000),
     streams: readInt(env, 'BENCH_STREAMS', 5_000, 1, 20_000),
     streamsRate: readInt(env, 'BENCH_STREAMS_RATE', 200, 1, 10_000),
     streamsSeconds: readInt(env, 'BENCH_STREAMS_SECONDS', 10, 1, 600),

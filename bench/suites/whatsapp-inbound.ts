@@ -122,7 +122,7 @@ export const whatsappInboundSuite: Suite = {
     );
     let postedAt = NaN;
     const posted = posting.then((figures) => {
-      postedAt = performance.now();
+      postedAt = figures.lastResponseAt;
       return figures;
     });
     // A failed POST run (a refused webhook) stops the wait at the next poll.

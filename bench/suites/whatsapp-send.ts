@@ -139,10 +139,16 @@ export const whatsappSendSuite: Suite = {
       ],
       expectedStatuses: [201],
     });
-    const results = await measureAgainstBaseline(ctx, [
+    const targets = [
       { name: 'bare Fastify GET (baseline)', url: bare.url },
       ...senders.map(target),
-    ]);
+    ];
+    // Twice: at BENCH_CONNECTIONS, where a send's latency (two database round trips and the
+    // provider's answer) bounds the rate before the machine is busy (Little's law: 20
+    // connections / 12 ms = 1,700/s); and at enough connections to keep the machine busy, where
+    // the rate is what the service can carry.
+    const results = await measureAgainstBaseline(ctx, targets);
+    const busy = await measureAgainstBaseline(ctx, targets, settings.sendConnections);
     await bare.stop();
 
     // Every answer was a 201; the books say whether each was `sent` (not `queued` or `failed`).
@@ -175,31 +181,36 @@ export const whatsappSendSuite: Suite = {
     }
 
     const met = (ok: boolean) => (ok ? 'yes' : 'NO');
-    const [, sandboxResult, whatsappResult] = results;
     const rows: string[][] = [];
-    if (whatsappResult) {
-      rows.push(
-        [
-          'whatsapp_cloud req/s',
-          fmtInt(whatsappResult.reqPerSec),
-          `>= ${fmtInt(TARGET_WHATSAPP_PER_S)}`,
-          met(whatsappResult.reqPerSec >= TARGET_WHATSAPP_PER_S),
-        ],
-        [
-          'whatsapp_cloud p99, ms',
-          fmt(whatsappResult.p99Ms, 2),
-          `< ${TARGET_WHATSAPP_P99_MS}`,
-          met(whatsappResult.p99Ms < TARGET_WHATSAPP_P99_MS),
-        ],
-      );
-    }
-    if (sandboxResult) {
-      rows.push([
-        'sandbox req/s',
-        fmtInt(sandboxResult.reqPerSec),
-        `no slower than before (~${fmtInt(SANDBOX_BEFORE_PER_S)})`,
-        sandboxResult.reqPerSec >= SANDBOX_BEFORE_PER_S ? 'yes' : 'compare',
-      ]);
+    for (const [connections, [, sandboxResult, whatsappResult]] of [
+      [settings.connections, results],
+      [settings.sendConnections, busy],
+    ] as const) {
+      const at = `${connections} connections`;
+      if (whatsappResult) {
+        rows.push(
+          [
+            `whatsapp_cloud req/s, ${at}`,
+            fmtInt(whatsappResult.reqPerSec),
+            `>= ${fmtInt(TARGET_WHATSAPP_PER_S)}`,
+            met(whatsappResult.reqPerSec >= TARGET_WHATSAPP_PER_S),
+          ],
+          [
+            `whatsapp_cloud p99 ms, ${at}`,
+            fmt(whatsappResult.p99Ms, 2),
+            `< ${TARGET_WHATSAPP_P99_MS}`,
+            met(whatsappResult.p99Ms < TARGET_WHATSAPP_P99_MS),
+          ],
+        );
+      }
+      if (sandboxResult) {
+        rows.push([
+          `sandbox req/s, ${at}`,
+          fmtInt(sandboxResult.reqPerSec),
+          `no slower than before (~${fmtInt(SANDBOX_BEFORE_PER_S)})`,
+          sandboxResult.reqPerSec >= SANDBOX_BEFORE_PER_S ? 'yes' : 'compare',
+        ]);
+      }
     }
     ctx.log('');
     ctx.log(formatTable(['figure', 'measured', 'target (issue)', 'met'], rows));
