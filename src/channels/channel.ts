@@ -74,9 +74,9 @@ export interface ChannelProvider {
   /**
    * Hands one message to the provider. Never called inside a database transaction. Answers
    * with the outcome rather than throwing; anything thrown counts as a temporary failure.
-   * `signal` aborts the call when the pipeline stops waiting for it.
+   * `signal`, when given, aborts the call (a provider's own timeout bounds it otherwise).
    */
-  send(message: OutboundMessage, signal: AbortSignal): Promise<SendOutcome>;
+  send(message: OutboundMessage, signal?: AbortSignal): Promise<SendOutcome>;
 }
 
 /** Which provider sends on an account's channel; decided per send, from the account's connection. */

@@ -120,14 +120,13 @@ export class SendPipeline {
       for (const m of send.messages) outcomes.set(m.messageId, { status: 'failed', reason });
       return outcomes;
     }
-    const controller = new AbortController();
     let next = 0;
     const worker = async () => {
       while (next < send.messages.length) {
         const message = send.messages[next++]!;
         let outcome: SendOutcome;
         try {
-          outcome = await provider.send(message, controller.signal);
+          outcome = await provider.send(message);
         } catch (err) {
           outcome = { status: 'retry', reason: err instanceof Error ? err.message : String(err) };
         }

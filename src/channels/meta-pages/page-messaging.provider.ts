@@ -34,7 +34,7 @@ export class PageMessagingProvider implements ChannelProvider {
     this.name = opts.channel;
   }
 
-  async send(message: OutboundMessage, signal: AbortSignal): Promise<SendOutcome> {
+  async send(message: OutboundMessage, signal?: AbortSignal): Promise<SendOutcome> {
     const request = buildPageRequests(this.opts.channel, message);
     if (!request.ok) return { status: 'failed', reason: request.reason };
     let answer: SendAnswer;
@@ -60,7 +60,7 @@ export class PageMessagingProvider implements ChannelProvider {
     return { status: 'accepted', providerMessageId: id };
   }
 
-  private async post(body: Record<string, unknown>, signal: AbortSignal): Promise<SendAnswer> {
+  private async post(body: Record<string, unknown>, signal?: AbortSignal): Promise<SendAnswer> {
     try {
       return await this.opts.graph.call<SendAnswer>(
         'POST',

@@ -31,7 +31,7 @@ export class WhatsAppCloudProvider implements ChannelProvider {
 
   constructor(private readonly opts: WhatsAppCloudOptions) {}
 
-  async send(message: OutboundMessage, signal: AbortSignal): Promise<SendOutcome> {
+  async send(message: OutboundMessage, signal?: AbortSignal): Promise<SendOutcome> {
     const request = buildWhatsAppRequest(message);
     if (!request.ok) return { status: 'failed', reason: request.reason };
     let answer: SendAnswer;
