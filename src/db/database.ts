@@ -48,6 +48,8 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (value: string) => value);
 export const CUSTOM_PLAN = sql.raw('/* custom plan */');
 const CUSTOM_PLAN_MARK = '/* custom plan */';
 
+const MAX_PREPARED_TEXT = 8_000;
+
 function preparingPool(pool: pg.Pool): PostgresPool {
   // Statement names by text; the set of statements the code can build is finite, the cap a guard.
   const names = new Map<string, string>();
@@ -62,9 +64,12 @@ function preparingPool(pool: pg.Pool): PostgresPool {
   return {
     connect: async () => {
       const client = await pool.connect();
+      // The length cap keeps the longest generated statements (a VALUES list of hundreds of
+      // rows, one text per row count) from being prepared on every connection; the send
+      // path's one-statement queueing (about 4,600 characters) is below it.
       const query = (text: string, values: readonly unknown[]) =>
         values.length > 0 &&
-        text.length <= 4000 &&
+        text.length <= MAX_PREPARED_TEXT &&
         !text.includes('*') &&
         !text.includes(CUSTOM_PLAN_MARK)
           ? client.query({ name: nameOf(text), text, values: [...values] })

@@ -40,6 +40,9 @@ export interface OpeningAddress {
   channel: Channel;
   phone: string | null;
   externalId: string | null;
+  /** Whether the channel's provider can reach it (the sandbox reaches everyone). */
+  reachable: boolean;
+  /** Its conversation, when its message was queued. */
   conversationId: string | null;
 }
 
@@ -83,17 +86,27 @@ export class MessagesRepository {
   }
 
   /**
-   * Queues sends that open (or reopen) their conversation whatever its 24-hour window, in one
-   * statement, atomic without a transaction: each recipient's contact locked FOR KEY SHARE (none
-   * is merged away or deleted meanwhile) with its address on the channel, its conversation
-   * created or reopened for a recipient that can be reached, and the messages with their send
-   * jobs inserted for those. `MessagesService.queue` does the same in several statements inside
-   * a transaction; this is its path for API sends, where one round trip instead of five is most
-   * of a send's cost. Locks are taken in the order `queue` takes them (account, channel,
-   * contact; contacts first, then conversations), so the two never deadlock. Answers every
-   * recipient found, with its conversation when its message was queued; one not found is gone.
+   * Queues API sends in one statement, atomic without a transaction: each recipient's contact
+   * locked FOR KEY SHARE (none is merged away or deleted meanwhile) with its address on the
+   * channel; for a recipient the provider can reach, its conversation reopened and touched, and
+   * its message inserted with the send job that carries it. All the sends are of one kind:
+   * - `windowStart` null: sends that open their conversation whatever its 24-hour window
+   *   (templates where the provider allows them outside it, webchat): the conversation is
+   *   found or created;
+   * - else sends that need the window: only an existing conversation whose contact last wrote
+   *   after `windowStart` takes the message.
+   * `MessagesService.queue` does the same in several statements inside a transaction; this is
+   * its path for API sends, where one round trip instead of five is most of a send's cost.
+   * Rows are locked in the order `queue` locks them (account, channel, contact; contacts
+   * first, then conversations), so the two never deadlock. Answers every recipient found (one
+   * not found is gone), with its conversation when its message was queued.
    */
-  async queueOpening(db: Tx | Db, sends: OpeningSend[], now: Date): Promise<OpeningAddress[]> {
+  async queueAtOnce(
+    db: Tx | Db,
+    sends: OpeningSend[],
+    now: Date,
+    windowStart: Date | null,
+  ): Promise<OpeningAddress[]> {
     if (sends.length === 0) return [];
     const targets = new Map<string, OpeningSend>();
     for (const s of sends)
@@ -107,6 +120,7 @@ export class MessagesRepository {
       channel: Channel;
       phone: string | null;
       external_id: string | null;
+      reachable: boolean;
       conversation_id: string | null;
     }>`
       WITH target AS (
@@ -129,15 +143,35 @@ export class MessagesRepository {
         ORDER BY ct.account_id, t.channel COLLATE "C", ct.id
         FOR KEY SHARE OF ct
       ),
-      conversation AS (
+      existing AS MATERIALIZED (
+        SELECT c.account_id, c.id, c.last_inbound_at
+        FROM address a
+        JOIN conversations c
+          ON c.account_id = a.account_id AND c.contact_id = a.contact_id AND c.channel = a.channel
+        WHERE ${windowStart !== null} AND a.reachable
+        ORDER BY c.account_id, c.channel COLLATE "C", c.contact_id
+        FOR UPDATE OF c
+      ),
+      touched AS (
+        UPDATE conversations c SET status = 'open', updated_at = ${now}
+        FROM existing e
+        WHERE c.account_id = e.account_id AND c.id = e.id
+          AND e.last_inbound_at > ${windowStart}::timestamptz
+        RETURNING c.account_id, c.id, c.contact_id, c.channel
+      ),
+      opened AS (
         INSERT INTO conversations
           (account_id, id, contact_id, channel, status, created_at, updated_at)
         SELECT account_id, conversation_id, contact_id, channel, 'open', ${now}, ${now}
-        FROM address WHERE reachable
+        FROM address WHERE ${windowStart === null} AND reachable
         ORDER BY account_id, channel COLLATE "C", contact_id
         ON CONFLICT (account_id, contact_id, channel)
           DO UPDATE SET status = 'open', updated_at = EXCLUDED.updated_at
         RETURNING account_id, id, contact_id, channel
+      ),
+      conversation AS (
+        SELECT account_id, id, contact_id, channel FROM touched
+        UNION ALL SELECT account_id, id, contact_id, channel FROM opened
       ),
       send AS (
         SELECT account_id, id, contact_id, channel, type, content, media_url, template_name,
@@ -176,7 +210,7 @@ export class MessagesRepository {
                s.job_locked_until, s.job_attempts
         FROM send s JOIN message m ON m.account_id = s.account_id AND m.id = s.id
       )
-      SELECT a.account_id, a.contact_id, a.channel, a.phone, a.external_id,
+      SELECT a.account_id, a.contact_id, a.channel, a.phone, a.external_id, a.reachable,
              c.id AS conversation_id
       FROM address a
       LEFT JOIN conversation c
@@ -188,6 +222,7 @@ export class MessagesRepository {
       channel: r.channel,
       phone: r.phone,
       externalId: r.external_id,
+      reachable: r.reachable,
       conversationId: r.conversation_id,
     }));
   }

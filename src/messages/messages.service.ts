@@ -306,12 +306,13 @@ export class MessagesService {
   }
 
   /**
-   * One group of API sends: in one statement when none needs a transaction of its own (see
-   * `queueOpening`), else in one transaction (see `queueSends`).
+   * One group of API sends: in one statement when none writes an idempotency record and all are
+   * of one kind, windowed or not (see `queueAtOnce`), else in one transaction (see `queueSends`).
    */
   private async queueGroup(requests: SendRequest[]): Promise<QueueResult[]> {
-    if (requests.every((r) => !r.scope.beforeCommit && !windowed(r.channel, r.provider, r.type)))
-      return this.queueOpening(requests);
+    const kinds = new Set(requests.map((r) => windowed(r.channel, r.provider, r.type)));
+    if (kinds.size === 1 && requests.every((r) => !r.scope.beforeCommit))
+      return this.queueAtOnce(requests, kinds.has(true));
     const queued = await this.deps.tx.db
       .transaction()
       .execute((trx) => this.queueSends(trx, requests));
@@ -358,13 +359,13 @@ export class MessagesService {
   }
 
   /**
-   * Queues a group of API sends that open (or reopen) their conversations whatever the 24-hour
-   * window and write no idempotency record, in one statement without a transaction (see
-   * MessagesRepository.queueOpening), by the rules `queue` applies: a contact gone is a 404, one
-   * the channel's real provider cannot reach a 422, each the request's own. Each send has its
+   * Queues a group of API sends that write no idempotency record, all needing the 24-hour
+   * window or none, in one statement without a transaction (see MessagesRepository.queueAtOnce),
+   * by the rules `queue` applies: a contact gone is a 404, one the channel's real provider
+   * cannot reach a 422, one outside its window a 422; each the request's own. Each send has its
    * own job, held by the caller.
    */
-  private async queueOpening(requests: SendRequest[]): Promise<QueueResult[]> {
+  private async queueAtOnce(requests: SendRequest[], inWindow: boolean): Promise<QueueResult[]> {
     const db = this.deps.tx.db;
     const { results, drafts } = await this.drafts(db, requests);
     const now = this.deps.clock.now();
@@ -381,10 +382,11 @@ export class MessagesService {
     }
     const found = new Map(
       (
-        await this.deps.messages.queueOpening(
+        await this.deps.messages.queueAtOnce(
           db,
           sends.map((s) => s.send),
           now,
+          inWindow ? new Date(now.getTime() - CUSTOMER_WINDOW_MS) : null,
         )
       ).map((a) => [[a.accountId, a.channel, a.contactId].join('\u0000'), a]),
     );
@@ -392,8 +394,13 @@ export class MessagesService {
       const { row, contactId, channel, job } = send;
       const address = found.get([row.account_id, channel, contactId].join('\u0000'));
       if (!address) results[index] = { contactId, error: new NotFound('contact', contactId) };
-      else if (address.conversationId === null)
+      else if (!address.reachable)
         results[index] = { contactId, error: noIdentity(channel, contactId) };
+      else if (address.conversationId === null)
+        results[index] = {
+          contactId,
+          error: outsideWindow(channel, templatesBypassWindow(requests[index]!.provider)),
+        };
       else
         results[index] = {
           contactId,

@@ -28,7 +28,7 @@ afterAll(async () => {
   await drop();
 });
 
-describe('MessagesRepository.queueOpening', () => {
+describe('MessagesRepository.queueAtOnce', () => {
   const now = new Date('2026-11-24T12:00:00.000Z');
   const lease = new Date(now.getTime() + 60_000);
 
@@ -107,7 +107,7 @@ describe('MessagesRepository.queueOpening', () => {
       opening(acc.accountId, 'con_missing', 'whatsapp', true, 'nobody'),
       opening(acc.accountId, foreign.id, 'whatsapp', true, 'not yours'),
     ];
-    const found = await new MessagesRepository(t.db).queueOpening(t.db, sends, now);
+    const found = await new MessagesRepository(t.db).queueAtOnce(t.db, sends, now, null);
 
     const byKey = new Map(found.map((a) => [`${a.contactId} ${a.channel}`, a]));
     expect(found).toHaveLength(4);
@@ -117,6 +117,7 @@ describe('MessagesRepository.queueOpening', () => {
     });
     expect(byKey.get(`${phoneless.id} whatsapp`)).toMatchObject({
       phone: null,
+      reachable: false,
       conversationId: null,
     });
     expect(byKey.get(`${phoneless.id} webchat`)?.conversationId).toMatch(/^conv_/);
@@ -176,6 +177,74 @@ describe('MessagesRepository.queueOpening', () => {
         .execute(),
     ).toEqual([]);
   });
+  it('with a window: only a conversation whose contact wrote within it takes the message, and is touched; none is created', async () => {
+    const acc = await newAccount(t);
+    const wrote = await createContact(acc);
+    const wroteLongAgo = await createContact(acc);
+    const neverWrote = await createContact(acc);
+    for (const c of [wrote, wroteLongAgo]) await receive(acc, c.id, 'whatsapp');
+    const windowStart = new Date(now.getTime() - 24 * 3600_000);
+    // Each conversation resolved, one last written to a second before the window opened.
+    await t.db
+      .updateTable('conversations')
+      .set({ status: 'resolved', last_inbound_at: new Date(now.getTime() - 3600_000) })
+      .where('account_id', '=', acc.accountId)
+      .execute();
+    await t.db
+      .updateTable('conversations')
+      .set({ last_inbound_at: new Date(windowStart.getTime() - 1000) })
+      .where('account_id', '=', acc.accountId)
+      .where('contact_id', '=', wroteLongAgo.id)
+      .execute();
+    const before = await t.db
+      .selectFrom('conversations')
+      .select(['id', 'contact_id', 'updated_at'])
+      .where('account_id', '=', acc.accountId)
+      .execute();
+
+    const sends = [
+      opening(acc.accountId, wrote.id, 'whatsapp', false, 'inside'),
+      opening(acc.accountId, wroteLongAgo.id, 'whatsapp', false, 'too late'),
+      opening(acc.accountId, neverWrote.id, 'whatsapp', false, 'never'),
+    ];
+    const found = await new MessagesRepository(t.db).queueAtOnce(t.db, sends, now, windowStart);
+
+    const byContact = new Map(found.map((a) => [a.contactId, a]));
+    expect(found).toHaveLength(3);
+    const inside = before.find((c) => c.contact_id === wrote.id)!;
+    expect(byContact.get(wrote.id)).toMatchObject({ reachable: true, conversationId: inside.id });
+    expect(byContact.get(wroteLongAgo.id)).toMatchObject({ reachable: true, conversationId: null });
+    expect(byContact.get(neverWrote.id)).toMatchObject({ reachable: true, conversationId: null });
+
+    const messages = await t.db
+      .selectFrom('messages')
+      .select(['id', 'conversation_id', 'content'])
+      .where('account_id', '=', acc.accountId)
+      .where('direction', '=', 'outbound')
+      .execute();
+    expect(messages).toEqual([
+      { id: sends[0]!.row.id, conversation_id: inside.id, content: 'inside' },
+    ]);
+    expect((await sendJobsOf(t.db, acc.accountId)).map((j) => j.id)).toEqual([sends[0]!.job.id]);
+    const after = await t.db
+      .selectFrom('conversations')
+      .select(['id', 'contact_id', 'status', 'updated_at'])
+      .where('account_id', '=', acc.accountId)
+      .orderBy('contact_id')
+      .execute();
+    // No conversation was created; only the one that took the message was reopened and touched.
+    expect(after.map((c) => c.contact_id).sort()).toEqual([wrote.id, wroteLongAgo.id].sort());
+    for (const c of after) {
+      const was = before.find((b) => b.id === c.id)!;
+      if (c.contact_id === wrote.id) {
+        expect(c.status).toBe('open');
+        expect(c.updated_at.toISOString()).toBe(now.toISOString());
+      } else {
+        expect(c.status).toBe('resolved');
+        expect(c.updated_at.toISOString()).toBe(was.updated_at.toISOString());
+      }
+    }
+  });
 });
 
 describe('POST /v1/messages/send without a transaction', () => {
@@ -227,5 +296,49 @@ describe('POST /v1/messages/send without a transaction', () => {
       await sql`DROP TRIGGER test_refuse_bang ON messages`.execute(t.db);
       await sql`DROP FUNCTION test_refuse_bang()`.execute(t.db);
     }
+  });
+
+  it('text sends at once, inside and outside their windows: each its own answer, nothing written for a refusal', async () => {
+    const acc = await newAccount(t);
+    const inside = [];
+    const outside = [];
+    for (let i = 0; i < 6; i++) {
+      const c = await createContact(acc);
+      await receive(acc, c.id, 'whatsapp');
+      inside.push(c);
+      outside.push(await createContact(acc));
+    }
+    const text = (contactId: string, content: string) => ({
+      contact_id: contactId,
+      channel: 'whatsapp',
+      type: 'text',
+      content,
+    });
+    const answers = await Promise.all([
+      ...inside.map((c) => send(acc, text(c.id, 'in'))),
+      ...outside.map((c) => send(acc, text(c.id, 'out'))),
+    ]);
+    for (const res of answers.slice(0, 6))
+      expect(res.json(), res.body).toMatchObject({ status: 'sent', content: 'in' });
+    for (const res of answers.slice(6)) {
+      expect(res.statusCode).toBe(422);
+      expect(res.json().error.message).toMatch(/outside the 24-hour customer service window/);
+    }
+    const outbound = await t.db
+      .selectFrom('messages')
+      .select('content')
+      .where('account_id', '=', acc.accountId)
+      .where('direction', '=', 'outbound')
+      .execute();
+    expect(outbound.map((m) => m.content)).toEqual(Array(6).fill('in'));
+    const withConversation = await t.db
+      .selectFrom('conversations')
+      .select('contact_id')
+      .where('account_id', '=', acc.accountId)
+      .execute();
+    expect(withConversation.map((c) => c.contact_id).sort()).toEqual(
+      inside.map((c) => c.id).sort(),
+    );
+    expect(await sendJobsOf(t.db, acc.accountId)).toEqual([]);
   });
 });
