@@ -48,7 +48,16 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (value: string) => value);
 export const CUSTOM_PLAN = sql.raw('/* custom plan */');
 const CUSTOM_PLAN_MARK = '/* custom plan */';
 
-const MAX_PREPARED_TEXT = 8_000;
+/**
+ * Appended to a long statement whose text never varies with its input (its rows are passed as
+ * arrays), and which names every column it returns (no `*`, as for every prepared statement):
+ * it is prepared by name whatever its length. Without it, statements longer than
+ * MAX_PREPARED_TEXT are not, because the longest generated ones are VALUES lists with one text
+ * per row count, each of which would hold a plan on every connection.
+ */
+export const FIXED_TEXT = sql.raw('/* fixed text */');
+const FIXED_TEXT_MARK = '/* fixed text */';
+const MAX_PREPARED_TEXT = 4_000;
 
 function preparingPool(pool: pg.Pool): PostgresPool {
   // Statement names by text; the set of statements the code can build is finite, the cap a guard.
@@ -64,14 +73,12 @@ function preparingPool(pool: pg.Pool): PostgresPool {
   return {
     connect: async () => {
       const client = await pool.connect();
-      // The length cap keeps the longest generated statements (a VALUES list of hundreds of
-      // rows, one text per row count) from being prepared on every connection; the send
-      // path's one-statement queueing (about 4,600 characters) is below it.
       const query = (text: string, values: readonly unknown[]) =>
         values.length > 0 &&
-        text.length <= MAX_PREPARED_TEXT &&
-        !text.includes('*') &&
-        !text.includes(CUSTOM_PLAN_MARK)
+        (text.endsWith(FIXED_TEXT_MARK) ||
+          (text.length <= MAX_PREPARED_TEXT &&
+            !text.includes('*') &&
+            !text.includes(CUSTOM_PLAN_MARK)))
           ? client.query({ name: nameOf(text), text, values: [...values] })
           : client.query(text, [...values]);
       return { query, release: () => client.release() } as unknown as PostgresPoolClient;

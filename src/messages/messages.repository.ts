@@ -1,5 +1,5 @@
 import { sql, type Insertable, type Selectable } from 'kysely';
-import type { Db, Tx } from '../db/database.js';
+import { FIXED_TEXT, type Db, type Tx } from '../db/database.js';
 import type { Channel, JobsTable, MessageStatus, MessagesTable } from '../db/schema.js';
 import { addressOn, addressedByPhone } from '../contacts/identities.js';
 import { newId } from '../ids.js';
@@ -215,7 +215,7 @@ export class MessagesRepository {
       FROM address a
       LEFT JOIN conversation c
         ON c.account_id = a.account_id AND c.contact_id = a.contact_id AND c.channel = a.channel
-    `.execute(db);
+      ${FIXED_TEXT}`.execute(db);
     return result.rows.map((r) => ({
       accountId: r.account_id,
       contactId: r.contact_id,

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ContactsRepository } from '../../src/contacts/contacts.repository.js';
-import { createDb, CUSTOM_PLAN, type Db } from '../../src/db/database.js';
+import { createDb, CUSTOM_PLAN, FIXED_TEXT, type Db } from '../../src/db/database.js';
 
 // One connection, so every statement runs in the session whose prepared statements we read.
 let db: Db;
@@ -75,5 +75,17 @@ describe('named prepared statements', () => {
       .filter((t) => t.includes('order by'));
     expect(lists).toHaveLength(1);
     expect(lists[0]).not.toMatch(/ilike|tags @>/);
+  });
+
+  it('prepares a long statement only when it is marked FIXED_TEXT', async () => {
+    await sql`CREATE TEMP TABLE prep_long (id int, v text)`.execute(db);
+    // Over 4,000 characters: a long literal stands for a long statement.
+    const padding = sql.raw(`AND v <> '${'x'.repeat(4_100)}'`);
+    await sql`SELECT id FROM prep_long WHERE v = ${'a'} ${padding}`.execute(db);
+    expect(await prepared('prep_long')).toEqual([]);
+    await sql`SELECT id, v FROM prep_long WHERE v = ${'a'} ${padding} ${FIXED_TEXT}`.execute(db);
+    const rows = await prepared('prep_long');
+    expect(rows).toHaveLength(1);
+    expect(rows[0]!.statement).toContain('SELECT id, v FROM prep_long');
   });
 });
