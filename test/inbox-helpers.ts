@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { expect } from 'vitest';
 import type { LightMyRequestResponse } from 'fastify';
 import type { Db } from '../src/db/database.js';
@@ -117,6 +118,31 @@ export async function createUser(
 }
 
 /** The ids of the account's `message.send` jobs (none once every send has settled). */
+/**
+ * Runs `run` while the database refuses to insert any message with this content, as a fault
+ * would: whichever statement or transaction holds that message fails as a whole.
+ */
+export async function withMessageRefused<T>(
+  db: Db,
+  content: string,
+  run: () => Promise<T>,
+): Promise<T> {
+  await sql`
+    CREATE FUNCTION test_refuse_message() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      IF NEW.content = ${sql.lit(content)} THEN RAISE EXCEPTION 'refused by the test'; END IF;
+      RETURN NEW;
+    END $$`.execute(db);
+  await sql`CREATE TRIGGER test_refuse_message BEFORE INSERT ON messages
+    FOR EACH ROW EXECUTE FUNCTION test_refuse_message()`.execute(db);
+  try {
+    return await run();
+  } finally {
+    await sql`DROP TRIGGER test_refuse_message ON messages`.execute(db);
+    await sql`DROP FUNCTION test_refuse_message()`.execute(db);
+  }
+}
+
 export async function sendJobsOf(db: Db, accountId: string): Promise<{ id: string }[]> {
   return db
     .selectFrom('jobs')

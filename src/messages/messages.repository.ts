@@ -22,8 +22,8 @@ export type OutboundRecord =
   | { id: string; status: 'sent'; providerMessageId: string }
   | { id: string; status: 'failed'; reason: string };
 
-/** One send for `queueOpening`: its message and the send job that carries it. */
-export interface OpeningSend {
+/** One send for `queueAtOnce`: its message and the send job that carries it. */
+export interface AtOnceSend {
   /** The message, but for its conversation (found or created by the statement). */
   row: Omit<MessageRow, 'conversation_id'>;
   contactId: string;
@@ -33,8 +33,8 @@ export interface OpeningSend {
   job: Insertable<JobsTable>;
 }
 
-/** A recipient of `queueOpening` as found: where it is reached, and its conversation (when queued). */
-export interface OpeningAddress {
+/** A recipient of `queueAtOnce` as found: where it is reached, and its conversation (when queued). */
+export interface AtOnceRecipient {
   accountId: string;
   contactId: string;
   channel: Channel;
@@ -103,17 +103,17 @@ export class MessagesRepository {
    */
   async queueAtOnce(
     db: Tx | Db,
-    sends: OpeningSend[],
+    sends: AtOnceSend[],
     now: Date,
     windowStart: Date | null,
-  ): Promise<OpeningAddress[]> {
+  ): Promise<AtOnceRecipient[]> {
     if (sends.length === 0) return [];
-    const targets = new Map<string, OpeningSend>();
+    const targets = new Map<string, AtOnceSend>();
     for (const s of sends)
       targets.set([s.row.account_id, s.channel, s.contactId].join('\u0000'), s);
     const t = [...targets.values()];
     const conversationIds = t.map(() => newId('conv'));
-    const params = (pick: (r: OpeningSend['row']) => unknown) => sends.map((s) => pick(s.row));
+    const params = (pick: (r: AtOnceSend['row']) => unknown) => sends.map((s) => pick(s.row));
     const result = await sql<{
       account_id: string;
       contact_id: string;

@@ -26,7 +26,7 @@ import {
   FORWARD_FROM,
   type MessageRow,
   type MessagesRepository,
-  type OpeningSend,
+  type AtOnceSend,
   type QueuedMessage,
 } from './messages.repository.js';
 import { SEND_LEASE_MS, type QueuedSend, type SendPipeline } from './send-pipeline.js';
@@ -370,7 +370,7 @@ export class MessagesService {
     const { results, drafts } = await this.drafts(db, requests);
     const now = this.deps.clock.now();
     const lease = new Date(now.getTime() + (this.deps.sendLeaseMs ?? SEND_LEASE_MS));
-    const sends: { index: number; send: OpeningSend }[] = [];
+    const sends: { index: number; send: AtOnceSend }[] = [];
     for (const [index, draft] of drafts) {
       const { scope, channel, provider, contactId } = requests[index]!;
       const row = outboundRow(scope.accountId, draft, null, now);

@@ -196,32 +196,28 @@ export class SendPipeline {
     // One account's plans only: statements of two accounts without a transaction could leave the
     // first recorded when the second fails, and the retry one at a time would then answer the
     // first's callers as if nothing had changed.
-    if (plans.every(onlyAccepted) && byAccount(plans).size === 1) return this.recordAccepted(plans);
+    const oneAccount = plans.every((p) => p.send.accountId === plans[0]!.send.accountId);
+    if (oneAccount && plans.every(onlyAccepted)) return this.recordAccepted(plans);
     return this.deps.db.transaction().execute((trx) => this.recordIn(trx, plans));
   }
 
   /** `recordMany` for one account's plans that are `onlyAccepted`: one statement, no transaction. */
   private async recordAccepted(plans: RecordPlan[]): Promise<MessageRow[][]> {
-    const now = this.deps.clock.now();
-    const changedById = new Map<string, MessageRow>();
-    for (const [accountId, group] of byAccount(plans)) {
-      const changed = await this.deps.messages.recordOutcomes(
-        this.deps.db,
-        accountId,
-        group.flatMap((p) => p.records),
-        now,
-        group.map(heldJob),
-      );
-      for (const c of changed) changedById.set(c.row.id, c.row);
-    }
-    return changedRows(plans, changedById);
+    const changed = await this.deps.messages.recordOutcomes(
+      this.deps.db,
+      plans[0]!.send.accountId,
+      plans.flatMap((p) => p.records),
+      this.deps.clock.now(),
+      plans.map(heldJob),
+    );
+    return changedRows(plans, new Map(changed.map((c) => [c.row.id, c.row])));
   }
 
   /**
    * The answers of many attempts recorded in the caller's transaction (see `recordMany`):
    * answers, for each plan, its messages whose row changed.
    */
-  async recordIn(trx: Tx, plans: RecordPlan[]): Promise<MessageRow[][]> {
+  private async recordIn(trx: Tx, plans: RecordPlan[]): Promise<MessageRow[][]> {
     const now = this.deps.clock.now();
     const changedById = new Map<string, MessageRow>();
     for (const [accountId, group] of byAccount(plans)) {
@@ -312,7 +308,11 @@ function onlyAccepted(plan: RecordPlan): boolean {
 
 function byAccount(plans: RecordPlan[]): Map<string, RecordPlan[]> {
   const groups = new Map<string, RecordPlan[]>();
-  for (const p of plans) groups.set(p.send.accountId, [...(groups.get(p.send.accountId) ?? []), p]);
+  for (const p of plans) {
+    const group = groups.get(p.send.accountId);
+    if (group) group.push(p);
+    else groups.set(p.send.accountId, [p]);
+  }
   return groups;
 }
 

@@ -1,7 +1,13 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createPrivateDatabase, newAccount, startTestApp, type TestApp } from '../helpers.js';
-import { createContact, createTemplate, receive, sendJobsOf } from '../inbox-helpers.js';
+import {
+  createContact,
+  createTemplate,
+  receive,
+  sendJobsOf,
+  withMessageRefused,
+} from '../inbox-helpers.js';
 import { slowProvider } from './slow-provider.js';
 
 // Concurrent API sends share their bookkeeping (queued together, answers recorded together): these tests send
@@ -100,17 +106,8 @@ it('sends grouped together each get their own answer: sent, or the refusal of th
 it('a send that fails in the database fails alone: the rest of its group is queued again and sent once', async () => {
   const acc = await newAccount(t);
   const contacts = await Promise.all(Array.from({ length: 12 }, () => createContact(acc)));
-  // A trigger refuses one message's insert, as a database fault would: the transaction of
-  // whichever group holds it fails.
-  await sql`
-    CREATE FUNCTION test_refuse_boom() RETURNS trigger LANGUAGE plpgsql AS $$
-    BEGIN
-      IF NEW.content = 'boom' THEN RAISE EXCEPTION 'refused by the test'; END IF;
-      RETURN NEW;
-    END $$`.execute(t.db);
-  await sql`CREATE TRIGGER test_refuse_boom BEFORE INSERT ON messages
-    FOR EACH ROW EXECUTE FUNCTION test_refuse_boom()`.execute(t.db);
-  try {
+  // One message's insert is refused: the transaction of whichever group holds it fails.
+  await withMessageRefused(t.db, 'boom', async () => {
     const answers = await Promise.all(
       contacts.map((c, i) =>
         send(
@@ -142,10 +139,7 @@ it('a send that fails in the database fails alone: the rest of its group is queu
       expect(again.statusCode).toBe(201);
       expect(again.json().id).toBe(res.json().id);
     }
-  } finally {
-    await sql`DROP TRIGGER test_refuse_boom ON messages`.execute(t.db);
-    await sql`DROP FUNCTION test_refuse_boom()`.execute(t.db);
-  }
+  });
 });
 
 it('the same Idempotency-Key sent many times at once makes one message', async () => {

@@ -1,16 +1,15 @@
-import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JobQueue } from '../../src/jobs/job-queue.js';
 import { newId } from '../../src/ids.js';
-import { MessagesRepository, type OpeningSend } from '../../src/messages/messages.repository.js';
+import { MessagesRepository, type AtOnceSend } from '../../src/messages/messages.repository.js';
 import type { Channel } from '../../src/db/schema.js';
 import { createPrivateDatabase, newAccount, startTestApp, type TestApp } from '../helpers.js';
-import { createContact, receive, sendJobsOf } from '../inbox-helpers.js';
+import { createContact, receive, sendJobsOf, withMessageRefused } from '../inbox-helpers.js';
 import { slowProvider } from './slow-provider.js';
 
-// API sends that open their conversation whatever the 24-hour window (templates on WhatsApp,
-// anything on webchat) and carry no Idempotency-Key are queued in one statement without a
-// transaction (MessagesRepository.queueOpening). These tests hold it to the rules the
+// API sends without an Idempotency-Key, all needing the 24-hour window or none (templates on
+// WhatsApp, anything on webchat), are queued in one statement without a transaction
+// (MessagesRepository.queueAtOnce). These tests hold it to the rules the
 // transaction path keeps: who can be reached, one conversation per contact and channel, a
 // message and its send job written together or not at all, one request's failure its own.
 
@@ -32,13 +31,13 @@ describe('MessagesRepository.queueAtOnce', () => {
   const now = new Date('2026-11-24T12:00:00.000Z');
   const lease = new Date(now.getTime() + 60_000);
 
-  function opening(
+  function sendTo(
     accountId: string,
     contactId: string,
     channel: Channel,
     anyContact: boolean,
     content: string,
-  ): OpeningSend {
+  ): AtOnceSend {
     const id = newId('msg');
     const [job] = new JobQueue({ now: () => now }).rowsOf([
       {
@@ -97,15 +96,15 @@ describe('MessagesRepository.queueAtOnce', () => {
     const foreign = await createContact(other);
 
     const sends = [
-      opening(acc.accountId, withPhone.id, 'whatsapp', false, 'one'),
-      opening(acc.accountId, withPhone.id, 'whatsapp', false, 'two'),
+      sendTo(acc.accountId, withPhone.id, 'whatsapp', false, 'one'),
+      sendTo(acc.accountId, withPhone.id, 'whatsapp', false, 'two'),
       // No phone: a real WhatsApp provider cannot reach it; the sandbox can (on webchat here).
-      opening(acc.accountId, phoneless.id, 'whatsapp', false, 'unreachable'),
-      opening(acc.accountId, phoneless.id, 'webchat', true, 'sandboxed'),
-      opening(acc.accountId, returning.id, 'whatsapp', false, 'again'),
+      sendTo(acc.accountId, phoneless.id, 'whatsapp', false, 'unreachable'),
+      sendTo(acc.accountId, phoneless.id, 'webchat', true, 'sandboxed'),
+      sendTo(acc.accountId, returning.id, 'whatsapp', false, 'again'),
       // Gone, and another account's contact named under this account: neither is found.
-      opening(acc.accountId, 'con_missing', 'whatsapp', true, 'nobody'),
-      opening(acc.accountId, foreign.id, 'whatsapp', true, 'not yours'),
+      sendTo(acc.accountId, 'con_missing', 'whatsapp', true, 'nobody'),
+      sendTo(acc.accountId, foreign.id, 'whatsapp', true, 'not yours'),
     ];
     const found = await new MessagesRepository(t.db).queueAtOnce(t.db, sends, now, null);
 
@@ -177,6 +176,7 @@ describe('MessagesRepository.queueAtOnce', () => {
         .execute(),
     ).toEqual([]);
   });
+
   it('with a window: only a conversation whose contact wrote within it takes the message, and is touched; none is created', async () => {
     const acc = await newAccount(t);
     const wrote = await createContact(acc);
@@ -203,9 +203,9 @@ describe('MessagesRepository.queueAtOnce', () => {
       .execute();
 
     const sends = [
-      opening(acc.accountId, wrote.id, 'whatsapp', false, 'inside'),
-      opening(acc.accountId, wroteLongAgo.id, 'whatsapp', false, 'too late'),
-      opening(acc.accountId, neverWrote.id, 'whatsapp', false, 'never'),
+      sendTo(acc.accountId, wrote.id, 'whatsapp', false, 'inside'),
+      sendTo(acc.accountId, wroteLongAgo.id, 'whatsapp', false, 'too late'),
+      sendTo(acc.accountId, neverWrote.id, 'whatsapp', false, 'never'),
     ];
     const found = await new MessagesRepository(t.db).queueAtOnce(t.db, sends, now, windowStart);
 
@@ -254,15 +254,7 @@ describe('POST /v1/messages/send without a transaction', () => {
   it('a send that fails in the database fails alone: the rest of its statement is queued again and sent once', async () => {
     const acc = await newAccount(t);
     const contacts = await Promise.all(Array.from({ length: 12 }, () => createContact(acc)));
-    await sql`
-      CREATE FUNCTION test_refuse_bang() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN
-        IF NEW.content = 'bang' THEN RAISE EXCEPTION 'refused by the test'; END IF;
-        RETURN NEW;
-      END $$`.execute(t.db);
-    await sql`CREATE TRIGGER test_refuse_bang BEFORE INSERT ON messages
-      FOR EACH ROW EXECUTE FUNCTION test_refuse_bang()`.execute(t.db);
-    try {
+    await withMessageRefused(t.db, 'bang', async () => {
       const answers = await Promise.all(
         contacts.map((c, i) =>
           send(acc, {
@@ -292,10 +284,7 @@ describe('POST /v1/messages/send without a transaction', () => {
         .execute();
       expect(conversations.map((c) => c.contact_id)).not.toContain(contacts[7]!.id);
       expect(await sendJobsOf(t.db, acc.accountId)).toEqual([]);
-    } finally {
-      await sql`DROP TRIGGER test_refuse_bang ON messages`.execute(t.db);
-      await sql`DROP FUNCTION test_refuse_bang()`.execute(t.db);
-    }
+    });
   });
 
   it('text sends at once, inside and outside their windows: each its own answer, nothing written for a refusal', async () => {

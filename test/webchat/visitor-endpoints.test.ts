@@ -68,6 +68,12 @@ async function webchatAccount(over: Record<string, unknown> = {}) {
   return { acc, c, visitor: visitorOf(t, c) };
 }
 
+/** The conversation of the account's `index`-th `message.received` event. */
+async function receivedConversation(acc: TestAccount, index: number): Promise<string> {
+  const received = await eventsOf(t.db, acc.accountId, 'message.received');
+  return (received[index]!.data as { conversation_id: string }).conversation_id;
+}
+
 async function contactOf(acc: TestAccount, conversationId: string): Promise<string> {
   const conv = await acc.call({ method: 'GET', url: `/v1/conversations/${conversationId}` });
   return conv.json().contact_id;
@@ -205,11 +211,7 @@ describe('the conversation', () => {
     const { acc, c, visitor } = await webchatAccount();
     await visitor.start();
     const mine = await visitor.send('question');
-    const conversationId = (
-      (await eventsOf(t.db, acc.accountId, 'message.received'))[0]!.data as {
-        conversation_id: string;
-      }
-    ).conversation_id;
+    const conversationId = await receivedConversation(acc, 0);
     const contactId = await contactOf(acc, conversationId);
     const reply = await acc.call({
       method: 'POST',
@@ -475,20 +477,9 @@ describe('identity', () => {
     const tablet = visitorOf(t, c);
     await tablet.start();
     expectStatus(await tablet.send('anonymous on a tablet'), 201);
-    const tabletContact = await contactOf(
-      acc,
-      (
-        (await eventsOf(t.db, acc.accountId, 'message.received'))[2]!.data as {
-          conversation_id: string;
-        }
-      ).conversation_id,
-    );
+    const tabletConversation = await receivedConversation(acc, 2);
+    const tabletContact = await contactOf(acc, tabletConversation);
     expect(tabletContact).not.toBe(contactId);
-    const tabletConversation = (
-      (await eventsOf(t.db, acc.accountId, 'message.received'))[2]!.data as {
-        conversation_id: string;
-      }
-    ).conversation_id;
     expectStatus(
       await acc.call({
         method: 'POST',
@@ -548,14 +539,7 @@ describe('identity', () => {
     const kiosk = visitorOf(t, c);
     await kiosk.start();
     expectStatus(await kiosk.send('anonymous at a kiosk'), 201);
-    const kioskContact = await contactOf(
-      acc,
-      (
-        (await eventsOf(t.db, acc.accountId, 'message.received'))[3]!.data as {
-          conversation_id: string;
-        }
-      ).conversation_id,
-    );
+    const kioskContact = await contactOf(acc, await receivedConversation(acc, 3));
     expectStatus(
       await acc.call({
         method: 'PUT',
