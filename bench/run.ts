@@ -45,6 +45,8 @@ function usage(): string {
     '  BENCH_STREAMS_SECONDS (10) per round of replies',
     'BENCH_SERVICE_ROOT: run the service built in another checkout (e.g. an older commit; suites',
     '  measure what that build supports)',
+    'BENCH_LATENCY_TRACE: a file each load run appends its responses to (ms since the run began,',
+    '  latency ms): when the slow ones came',
   ].join('\n');
 }
 

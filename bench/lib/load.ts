@@ -1,3 +1,4 @@
+import { appendFileSync } from 'node:fs';
 import { printMeasurements } from './report.js';
 import type { BenchContext } from './suite.js';
 import autocannon from 'autocannon';
@@ -94,6 +95,15 @@ class LatencySample {
   }
 }
 
+/**
+ * BENCH_LATENCY_TRACE: a file every run appends its responses to (when each came, its
+ * latency), to see when the slow ones came: a pause of the whole service (a garbage
+ * collection, a database stall) shows as every connection's request slow at once.
+ */
+function latencyTraceFile(): string | null {
+  return process.env.BENCH_LATENCY_TRACE || null;
+}
+
 function isExpected(target: LoadTarget, status: number): boolean {
   return target.expectedStatuses
     ? target.expectedStatuses.includes(status)
@@ -142,8 +152,17 @@ export async function runLoad(target: LoadTarget, opts: LoadOptions): Promise<Lo
       else opts.signal.addEventListener('abort', stopRun, { once: true });
     }
     const keep = opts.recordLatency ?? (() => true);
+    const startedAt = performance.now();
+    const trace: string[] | null = latencyTraceFile() ? [] : null;
+    if (trace) {
+      instance.on('done', () => {
+        const header = `# ${target.name}, ${opts.connections} connections: ms since the run began, latency ms`;
+        appendFileSync(latencyTraceFile()!, `${header}\n${trace.join('\n')}\n`);
+      });
+    }
     instance.on('response', (_client, statusCode, _bytes, responseTimeMs) => {
       lastResponseAt = performance.now();
+      trace?.push(`${Math.round(lastResponseAt - startedAt)} ${responseTimeMs.toFixed(1)}`);
       if (isExpected(target, statusCode) && keep()) latencies.add(responseTimeMs);
     });
   });

@@ -246,14 +246,21 @@ export class MessagesService {
       const changed = await this.deps.pipeline.record(plan);
       return this.deps.pipeline.results(plan, changed).get(row.id)?.row ?? null;
     })();
+    // The wait's timer is cleared as soon as the attempt settles: left to run its 10 s, each
+    // send's timer and promise would outlive V8's young generation and pile up in old space.
+    let wait: NodeJS.Timeout | undefined;
     const answered = await Promise.race([
       attempt,
-      new Promise<null>((resolve) => setTimeout(() => resolve(null), SEND_WAIT_MS).unref()),
-    ]).catch((err: unknown) => {
-      // Recorded and queued: the job sends it when its lease ends.
-      this.deps.log?.error({ err, message: row.id }, 'recording a send attempt failed');
-      return null;
-    });
+      new Promise<null>((resolve) => {
+        wait = setTimeout(() => resolve(null), SEND_WAIT_MS).unref();
+      }),
+    ])
+      .catch((err: unknown) => {
+        // Recorded and queued: the job sends it when its lease ends.
+        this.deps.log?.error({ err, message: row.id }, 'recording a send attempt failed');
+        return null;
+      })
+      .finally(() => clearTimeout(wait));
     return toMessage(answered ?? row);
   }
 

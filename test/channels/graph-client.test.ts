@@ -2,6 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GraphClient, GraphError } from '../../src/channels/meta/graph-client.js';
+import { trackTimers } from '../live-timers.js';
 
 let server: http.Server;
 let port: number;
@@ -47,6 +48,34 @@ describe('GraphClient.download', () => {
       expect((tooBig as GraphError).httpStatus).toBe(413);
     } finally {
       await graph.close();
+    }
+  });
+});
+
+describe('GraphClient.call', () => {
+  it('leaves no timer behind an answered call (the agent bounds it, not a timer per call)', async () => {
+    const api = http.createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{"messages":[{"id":"wamid.1"}]}');
+    });
+    await new Promise<void>((resolve) => api.listen(0, '127.0.0.1', resolve));
+    const graph = new GraphClient({
+      baseUrl: `http://127.0.0.1:${(api.address() as AddressInfo).port}`,
+      version: 'v23.0',
+    });
+    const timers = trackTimers();
+    try {
+      for (let i = 0; i < 30; i++) {
+        await expect(
+          graph.call('POST', '1/messages', { token: 't', json: { to: '1' } }),
+        ).resolves.toEqual({ messages: [{ id: 'wamid.1' }] });
+      }
+      // undici's own coarse timer (one for every connection) may be pending; 30 were not.
+      expect(timers.pending()).toBeLessThan(5);
+    } finally {
+      timers.stop();
+      await graph.close();
+      await new Promise<void>((resolve) => api.close(() => resolve()));
     }
   });
 });

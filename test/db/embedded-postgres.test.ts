@@ -139,6 +139,19 @@ describe.runIf(process.platform === 'linux')('startEmbeddedPostgres', () => {
         expect(mode).toBe(0o600);
       }
 
+      // Durable commits; new WAL segments not zero-filled while every commit waits.
+      expect(
+        await query(
+          first.url,
+          `SELECT name, setting FROM pg_settings
+           WHERE name IN ('fsync', 'synchronous_commit', 'wal_init_zero') ORDER BY name`,
+        ),
+      ).toEqual([
+        { name: 'fsync', setting: 'on' },
+        { name: 'synchronous_commit', setting: 'on' },
+        { name: 'wal_init_zero', setting: 'off' },
+      ]);
+
       await query(first.url, 'CREATE TABLE notes (body text NOT NULL)');
       await query(first.url, "INSERT INTO notes (body) VALUES ('hello')");
       await first.stop();

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { newAccount, startTestApp, type TestApp } from '../helpers.js';
 import { createContact, sendJobsOf } from '../inbox-helpers.js';
+import { trackTimers } from '../live-timers.js';
 import { slowProvider } from './slow-provider.js';
 
 // Many sends in flight at once, their answers recorded together; one recipient refused for good.
@@ -65,4 +66,24 @@ it('concurrent sends of two accounts, recorded together, each end with their own
     expect(await sendJobsOf(t.db, acc.accountId)).toEqual([]);
   }
   expect(calls).toHaveLength(30);
+});
+
+it('a send answered in time leaves no timer behind it (the 10 s wait is cleared, not left to run)', async () => {
+  const acc = await newAccount(t);
+  const contact = await createContact(acc, '+14155557001');
+  const send = () =>
+    acc.call({
+      method: 'POST',
+      url: '/v1/messages/send',
+      payload: { contact_id: contact.id, channel: 'webchat', type: 'text', content: 'hi' },
+    });
+  expect((await send()).statusCode).toBe(201); // caches warm, pool connection open
+  const timers = trackTimers();
+  try {
+    for (let i = 0; i < 30; i++) expect((await send()).json()).toMatchObject({ status: 'sent' });
+    // An idle pool connection's timer or two may be pending; one per send may not.
+    expect(timers.pending()).toBeLessThan(10);
+  } finally {
+    timers.stop();
+  }
 });

@@ -123,16 +123,20 @@ export class GraphClient {
     const body = opts.json === undefined ? undefined : JSON.stringify(opts.json);
     const headers: Record<string, string> = { authorization: `Bearer ${opts.token}` };
     if (body !== undefined) headers['content-type'] = 'application/json';
+    // Without a caller's signal, the agent's headers and body timeouts bound the call: they
+    // run on undici's shared coarse timer, where an AbortSignal.timeout per call would leave
+    // a 20-second timer and its signal behind every send, long enough to reach V8's old
+    // space (at 2,500 sends a second, tens of MB a second for its mark-compact pauses).
     const signal = opts.signal
       ? AbortSignal.any([opts.signal, AbortSignal.timeout(this.timeoutMs)])
-      : AbortSignal.timeout(this.timeoutMs);
+      : undefined;
     let res;
     try {
       res = await request(this.url(path, opts.query), {
         method,
         headers,
         body,
-        signal,
+        ...(signal ? { signal } : {}),
         dispatcher: this.agent,
       });
     } catch (err) {
@@ -211,7 +215,12 @@ export class GraphClient {
 }
 
 function describeNetworkError(err: unknown): string {
-  if (err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError'))
+  if (
+    err instanceof undiciErrors.HeadersTimeoutError ||
+    err instanceof undiciErrors.BodyTimeoutError ||
+    err instanceof undiciErrors.ConnectTimeoutError ||
+    (err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError'))
+  )
     return 'Graph did not answer in time';
   if (err instanceof undiciErrors.UndiciError) return `Graph unreachable: ${err.message}`;
   return `Graph unreachable: ${err instanceof Error ? err.message : String(err)}`;
