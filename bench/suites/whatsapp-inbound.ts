@@ -2,9 +2,9 @@ import { hubSignature, waContact, waMessage } from '../../test/fake-graph/webhoo
 import { delay } from '../lib/child.js';
 import { openPool } from '../lib/db.js';
 import { runLoad } from '../lib/load.js';
-import { fmt, fmtInt, formatTable } from '../lib/report.js';
+import { fmt, fmtInt, formatTable, median } from '../lib/report.js';
 import { benchPhone } from '../lib/seed.js';
-import type { Suite } from '../lib/suite.js';
+import type { BenchContext, Suite } from '../lib/suite.js';
 import { connectWhatsApp, requireGraph, type WhatsAppChannel } from '../lib/whatsapp.js';
 
 const POLL_MS = 100;
@@ -13,6 +13,8 @@ const PROGRESS_EVERY_MS = 5_000;
 const STALL_MS = 60_000;
 const POST_TIMEOUT_S = 600;
 const TARGET_MESSAGES_PER_S = 2_000;
+/** Messages of the warm-up round (its own account), not measured. */
+const WARMUP_MESSAGES = 2_000;
 
 /**
  * One webhook as Meta posts it for the `messages` field: `whatsapp_business_account`, one entry
@@ -42,25 +44,31 @@ function webhookOf(channel: WhatsAppChannel, messages: Array<{ waId: string; tex
   };
 }
 
-export const whatsappInboundSuite: Suite = {
-  name: 'whatsapp-inbound',
-  description:
-    "Meta's signed inbound message webhooks posted to a WhatsApp Cloud connection: messages " +
-    'processed per second, from the first POST until every message is recorded',
-  serviceEnv: { ALLOW_PRIVATE_TARGETS: 'true', SANDBOX_AUTO_ADVANCE: 'false' },
-  fakeGraph: true,
-  async run(ctx) {
-    const { service, settings } = ctx;
-    const graph = requireGraph(ctx);
-    const n = settings.inboundMessages;
-    const senders = Math.min(settings.inboundSenders, n);
-    const perWebhook = settings.inboundPerWebhook;
-    const account = await service.createAccount('bench whatsapp-inbound');
-    const channel = await connectWhatsApp(service, graph, account);
-    const pool = openPool(await service.databaseUrl());
-    ctx.defer(() => pool.end());
+/** What one round measured: `n` messages posted to a new account's connection and recorded. */
+interface RoundFigures {
+  /** Messages recorded a second, from the first POST until the last was recorded. */
+  perS: number;
+  totalS: number;
+  /** Webhooks answered 200 a second, from the first POST to the last answer. */
+  postPerS: number;
+  postP50Ms: number;
+  postP99Ms: number;
+}
 
-    // Every payload built and signed before the clock starts: the harness only sends bytes.
+/**
+ * One round: a new account and connection (every sender new to it, so each becomes a contact),
+ * `n` webhooks built and signed before the clock starts, POSTed by autocannon, and the
+ * messages table polled until every message is recorded; the books are checked after.
+ */
+async function inboundRound(ctx: BenchContext, label: string, n: number): Promise<RoundFigures> {
+  const { service, settings } = ctx;
+  const graph = requireGraph(ctx);
+  const senders = Math.min(settings.inboundSenders, n);
+  const perWebhook = settings.inboundPerWebhook;
+  const account = await service.createAccount(`bench whatsapp-inbound ${label}`);
+  const channel = await connectWhatsApp(service, graph, account);
+  const pool = openPool(await service.databaseUrl());
+  try {
     const webhooks: Array<{ body: string; signature: string }> = [];
     for (let from = 0; from < n; from += perWebhook) {
       const messages = [];
@@ -75,12 +83,9 @@ export const whatsappInboundSuite: Suite = {
     }
     const bytes = webhooks.reduce((sum, w) => sum + Buffer.byteLength(w.body), 0);
     ctx.log(
-      `connection ${channel.connectionId} (whatsapp_cloud on the fake Graph API); ` +
-        `${fmtInt(n)} text messages from ${fmtInt(senders)} senders unknown to the account ` +
-        `(each becomes a contact), ${perWebhook} message(s) per webhook: ${fmtInt(webhooks.length)} ` +
-        `webhooks of ${fmt(bytes / webhooks.length, 0)} bytes on average, signed ` +
-        `X-Hub-Signature-256 with the app secret, POSTed to ${channel.webhookPath.replace(channel.connectionId, '{id}')} ` +
-        `by autocannon over ${settings.inboundConnections} connections`,
+      `${label}: connection ${channel.connectionId}; ${fmtInt(n)} text messages from ` +
+        `${fmtInt(senders)} senders unknown to the account, ${perWebhook} message(s) per webhook: ` +
+        `${fmtInt(webhooks.length)} webhooks of ${fmt(bytes / webhooks.length, 0)} bytes on average`,
     );
 
     const recorded = async () => {
@@ -195,14 +200,54 @@ export const whatsappInboundSuite: Suite = {
     }
     const postS = (postedAt - started) / 1000;
     const totalS = (done - started) / 1000;
-    const perS = n / totalS;
+    const figures: RoundFigures = {
+      perS: n / totalS,
+      totalS,
+      postPerS: webhooks.length / postS,
+      postP50Ms: postFigures.p50Ms,
+      postP99Ms: postFigures.p99Ms,
+    };
     ctx.log(
-      `every webhook answered 200 after ${fmt(postS, 2)} s (${fmtInt(webhooks.length / postS)} webhooks/s, ` +
-        `p50 ${fmt(postFigures.p50Ms, 2)} ms, p99 ${fmt(postFigures.p99Ms, 2)} ms); all ${fmtInt(n)} ` +
-        `messages recorded after ${fmt(totalS, 2)} s; ${fmtInt(contacts)} contacts, ` +
+      `${label}: every webhook answered 200 after ${fmt(postS, 2)} s (${fmtInt(figures.postPerS)} ` +
+        `webhooks/s, p50 ${fmt(figures.postP50Ms, 2)} ms, p99 ${fmt(figures.postP99Ms, 2)} ms); ` +
+        `all ${fmtInt(n)} messages recorded after ${fmt(totalS, 2)} s ` +
+        `(${fmtInt(figures.perS)}/s); ${fmtInt(contacts)} contacts, ` +
         `${books?.conversations ?? '?'} conversations, ${books?.webhooks ?? '?'} stored webhooks ` +
         `(${books?.unprocessed ?? '?'} not yet marked processed)`,
     );
+    return figures;
+  } finally {
+    await pool.end();
+  }
+}
+
+export const whatsappInboundSuite: Suite = {
+  name: 'whatsapp-inbound',
+  description:
+    "Meta's signed inbound message webhooks posted to a WhatsApp Cloud connection: messages " +
+    'processed per second, from the first POST until every message is recorded',
+  serviceEnv: { ALLOW_PRIVATE_TARGETS: 'true', SANDBOX_AUTO_ADVANCE: 'false' },
+  fakeGraph: true,
+  async run(ctx) {
+    const { settings } = ctx;
+    const n = settings.inboundMessages;
+    ctx.log(
+      `webhooks signed X-Hub-Signature-256 with each connection's app secret, POSTed to ` +
+        `/channels/{id}/webhook by autocannon over ${settings.inboundConnections} connections; ` +
+        `each round on a new account and WhatsApp connection (fake Graph API)`,
+    );
+    // Like the other suites' warm-up: the service's code paths compiled before the clock runs.
+    if (settings.warmupS > 0) await inboundRound(ctx, 'warm-up', Math.min(n, WARMUP_MESSAGES));
+    const rounds: RoundFigures[] = [];
+    for (let i = 1; i <= settings.runs; i++) {
+      rounds.push(await inboundRound(ctx, `round ${i}/${settings.runs}`, n));
+    }
+    const mid = (pick: (r: RoundFigures) => number) => median(rounds.map(pick));
+    const range = (pick: (r: RoundFigures) => number) =>
+      rounds.length > 1
+        ? ` (${fmtInt(Math.min(...rounds.map(pick)))}–${fmtInt(Math.max(...rounds.map(pick)))})`
+        : '';
+    const perS = mid((r) => r.perS);
     const met = (ok: boolean) => (ok ? 'yes' : 'NO');
     ctx.log('');
     ctx.log(
@@ -211,19 +256,42 @@ export const whatsappInboundSuite: Suite = {
         [
           [
             `messages processed/s, first POST to all ${fmtInt(n)} recorded`,
-            fmtInt(perS),
+            fmtInt(perS) + range((r) => r.perS),
             `>= ${fmtInt(TARGET_MESSAGES_PER_S)}`,
             met(perS >= TARGET_MESSAGES_PER_S),
           ],
-          [`first POST to all recorded, s`, fmt(totalS, 2), '', ''],
-          [`webhooks accepted/s (stored, answered 200)`, fmtInt(webhooks.length / postS), '', ''],
-          [`webhook POST p99, ms`, fmt(postFigures.p99Ms, 2), '', ''],
+          [
+            `first POST to all recorded, s`,
+            fmt(
+              mid((r) => r.totalS),
+              2,
+            ),
+            '',
+            '',
+          ],
+          [
+            `webhooks accepted/s (stored, answered 200)`,
+            fmtInt(mid((r) => r.postPerS)) + range((r) => r.postPerS),
+            '',
+            '',
+          ],
+          [
+            `webhook POST p99, ms`,
+            fmt(
+              mid((r) => r.postP99Ms),
+              2,
+            ),
+            '',
+            '',
+          ],
         ],
       ),
     );
     ctx.log(
-      `(recorded = rows in messages, polled every ${POLL_MS} ms; ${perWebhook} message(s) per ` +
-        'webhook (BENCH_INBOUND_PER_WEBHOOK), every sender new to the account)',
+      `(medians of ${rounds.length} round(s), range in brackets; recorded = rows in messages, ` +
+        `polled every ${POLL_MS} ms; ${settings.inboundPerWebhook} message(s) per webhook ` +
+        '(BENCH_INBOUND_PER_WEBHOOK), every sender new to the account; a warm-up round of ' +
+        `${fmtInt(WARMUP_MESSAGES)} messages first unless BENCH_WARMUP=0)`,
     );
   },
 };
