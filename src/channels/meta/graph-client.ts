@@ -50,7 +50,12 @@ export interface GraphClientOptions {
   baseUrl: string;
   /** META_GRAPH_VERSION, as `v23.0`. */
   version: string;
-  /** Whole request, headers and body. */
+  /**
+   * How long Graph may take to answer: to send its headers, then between parts of its body
+   * (the agent's timeouts; connecting has undici's own 10 s). Graph's JSON answers come in one
+   * part, so a call ends within about 10 s plus this, well inside a send job's 60 s lease.
+   * A call given a signal is also cut after this long in all.
+   */
   timeoutMs?: number;
   /** Connections kept open to Graph per origin. */
   connections?: number;
