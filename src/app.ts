@@ -230,6 +230,7 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     cache: caches.connection,
     overrides: deps.providers,
   });
+  const webchatVisitors = new WebchatRepository(db);
   const connections = new ConnectionsService({
     tx,
     connections: connectionsRepo,
@@ -242,6 +243,7 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
       resolver.forget(accountId, channel);
       caches.connectionById.clear();
     },
+    visitors: webchatVisitors,
   });
   const broadcastStats = new BroadcastStats({ broadcasts: broadcastsRepo, clock });
   const pipeline = new SendPipeline({
@@ -371,7 +373,7 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
   });
   const webchat = new WebchatService({
     tx,
-    webchat: new WebchatRepository(db),
+    webchat: webchatVisitors,
     connections: connectionsRepo,
     contacts,
     messages,

@@ -7,6 +7,7 @@ import { inject } from 'vitest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChannelProvider } from '../../src/channels/channel.js';
 import { ConnectionsRepository } from '../../src/channels/connections/connections.repository.js';
+import { WebchatRepository } from '../../src/channels/webchat/webchat.repository.js';
 import { ConnectionsService } from '../../src/channels/connections/connections.service.js';
 import {
   CONNECTION_TOPIC,
@@ -805,6 +806,7 @@ describe('the provider resolver', () => {
       publicUrl: PUBLIC_URL,
       sandboxEnabled: true,
       changed: (accountId, channel) => resolver.forget(accountId, channel),
+      visitors: new WebchatRepository(t.db),
     });
     const acc = await newAccount(t);
     const scope = { accountId: acc.accountId };

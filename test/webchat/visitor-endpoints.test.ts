@@ -621,6 +621,99 @@ describe('identity', () => {
       200,
     );
   });
+  it('a rotated secret ends what the old one vouched for: identified visitors must identify again', async () => {
+    const settings = { identity_verification: 'required' };
+    const { acc, c, visitor } = await webchatAccount(settings);
+    const other = await webchatAccount(settings); // another account's visitors are not touched
+    const identify = (v: typeof visitor, secret: string, who: string) =>
+      v.call('POST', 'identify', { identifier: who, identifier_hash: identifierHash(secret, who) });
+    await visitor.start();
+    expectStatus(await identify(visitor, c.identity_secret, 'user-9'), 200);
+    expectStatus(await visitor.send('before the rotation'), 201);
+    await other.visitor.start();
+    expectStatus(await identify(other.visitor, other.c.identity_secret, 'user-9'), 200);
+
+    const rotated = await acc.call({
+      method: 'PUT',
+      url: '/v1/channels/webchat',
+      payload: {
+        provider: 'webchat',
+        allowed_origins: [ORIGIN],
+        ...settings,
+        rotate_identity_secret: true,
+      },
+    });
+    expectStatus(rotated, 200);
+    const fresh = rotated.json().identity_secret as string;
+
+    // Same token, same visitor: no longer identified, so refused everywhere until it is again.
+    const resumed = await visitor.start(visitor.token);
+    expect(resumed.visitor.identified).toBe(false);
+    expectError(await visitor.call('GET', 'messages'), 403);
+    expectError(await visitor.send('after the rotation'), 403);
+    expectError(await identify(visitor, c.identity_secret, 'user-9'), 403);
+    expectStatus(await identify(visitor, fresh, 'user-9'), 200);
+    const list = await visitor.call('GET', 'messages');
+    expect(list.json().data.map((m: { content: string }) => m.content)).toEqual([
+      'before the rotation',
+    ]);
+    expectStatus(await other.visitor.call('GET', 'messages'), 200);
+  });
+
+  it('with verification off, a visitor identified under a rotated secret is anonymous again', async () => {
+    const { acc, c, visitor } = await webchatAccount();
+    await visitor.start();
+    expectStatus(
+      await visitor.call('POST', 'identify', {
+        identifier: 'user-10',
+        identifier_hash: identifierHash(c.identity_secret, 'user-10'),
+      }),
+      200,
+    );
+    expectStatus(await visitor.send('as user-10'), 201);
+    expectStatus(
+      await acc.call({
+        method: 'PUT',
+        url: '/v1/channels/webchat',
+        payload: {
+          provider: 'webchat',
+          allowed_origins: [ORIGIN],
+          identity_verification: 'off',
+          rotate_identity_secret: true,
+        },
+      }),
+      200,
+    );
+    expect((await visitor.start(visitor.token)).visitor.identified).toBe(false);
+    // user-10's conversation is theirs, not this browser's, until it identifies again.
+    expect((await visitor.call('GET', 'messages')).json().data).toEqual([]);
+  });
+
+  it('a change of settings that keeps the secret keeps every identification', async () => {
+    const { acc, c, visitor } = await webchatAccount();
+    await visitor.start();
+    expectStatus(
+      await visitor.call('POST', 'identify', {
+        identifier: 'user-11',
+        identifier_hash: identifierHash(c.identity_secret, 'user-11'),
+      }),
+      200,
+    );
+    expectStatus(
+      await acc.call({
+        method: 'PUT',
+        url: '/v1/channels/webchat',
+        payload: {
+          provider: 'webchat',
+          allowed_origins: [ORIGIN],
+          identity_verification: 'off',
+          title: 'Renamed',
+        },
+      }),
+      200,
+    );
+    expect((await visitor.start(visitor.token)).visitor.identified).toBe(true);
+  });
 });
 
 describe('rate limits', () => {

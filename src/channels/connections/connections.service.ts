@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Clock } from '../../clock.js';
+import type { Tx } from '../../db/database.js';
 import type { Channel, ConnectionProvider } from '../../db/schema.js';
 import type { Scope, Transactor } from '../../db/transactor.js';
 import { AppError } from '../../errors.js';
@@ -46,6 +47,8 @@ export class ConnectionsService {
       sandboxEnabled: boolean;
       /** Told after a connection of this process changed (the resolver forgets its provider). */
       changed: (accountId: string, channel: Channel) => void;
+      /** Webchat visitors: identifications end with the identity secret that vouched for them. */
+      visitors: { forgetIdentities(trx: Tx, accountId: string, now: Date): Promise<number> };
     },
   ) {}
 
@@ -130,6 +133,10 @@ export class ConnectionsService {
       const fresh = sealed === null || body.rotate_identity_secret === true;
       const identitySecret = fresh ? newIdentitySecret() : this.openIdentitySecret(box, sealed);
       const now = this.deps.clock.now();
+      // A new secret is made because the old one may have leaked: whoever held it could have
+      // identified as anyone. Visitors it identified are anonymous again until the site
+      // identifies them with the new one (a connection made again after a DELETE too).
+      if (fresh) await this.deps.visitors.forgetIdentities(trx, scope.accountId, now);
       const row = await this.deps.connections.upsert(trx, {
         account_id: scope.accountId,
         id: newId('chn'),

@@ -1,5 +1,5 @@
 import { sql, type Selectable } from 'kysely';
-import type { Db } from '../../db/database.js';
+import type { Db, Tx } from '../../db/database.js';
 import type { WebchatVisitorsTable } from '../../db/schema.js';
 import type { MessageRow } from '../../messages/messages.repository.js';
 
@@ -57,6 +57,21 @@ export class WebchatRepository {
       .where('id', '=', id)
       .returningAll()
       .executeTakeFirst();
+  }
+
+  /**
+   * Every visitor of the account identified so far is anonymous again, in the caller's
+   * transaction (the identity secret that vouched for them was replaced): each must identify
+   * again, with a hash made with the new secret, to be their contact once more.
+   */
+  async forgetIdentities(trx: Tx, accountId: string, now: Date): Promise<number> {
+    const result = await trx
+      .updateTable('webchat_visitors')
+      .set({ identifier: null, updated_at: now })
+      .where('account_id', '=', accountId)
+      .where('identifier', 'is not', null)
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows);
   }
 
   /** The contact's webchat conversation, if it has one. */
