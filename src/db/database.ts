@@ -98,8 +98,11 @@ export function createDb(
     // (a server that accepts no connections, a dropped network); with it the request fails
     // and answers 503 `unavailable`.
     connectionTimeoutMillis: opts.connectionTimeoutMs ?? 5_000,
-    // A server that vanished without closing its sockets is noticed by TCP, not never.
+    // A server that vanished without closing its sockets is noticed by TCP, not never; and
+    // probes from the first idle minute keep a connection held idle (below) known to the NAT
+    // tables and load balancers between here and the server, which drop quiet ones.
     keepAlive: true,
+    keepAliveInitialDelayMillis: 60_000,
     // pg's default closes a connection after 10 s idle: a service that was quiet for a moment
     // then met its next burst on new connections, each forked by the server, its catalog caches
     // cold and every prepared statement parsed and planned again (the slowest requests of a

@@ -78,4 +78,42 @@ describe('GraphClient.call', () => {
       await new Promise<void>((resolve) => api.close(() => resolve()));
     }
   });
+
+  it('cuts a call at its deadline, waiting for a connection included (a body trickling in, a full pool)', async () => {
+    // Headers at once, then a byte every 100 ms for 5 s: no header or body timeout ever fires.
+    const trickle = http.createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      const timer = setInterval(() => res.write(' '), 100);
+      setTimeout(() => {
+        clearInterval(timer);
+        res.end('{}');
+      }, 5_000);
+      res.on('close', () => clearInterval(timer));
+    });
+    await new Promise<void>((resolve) => trickle.listen(0, '127.0.0.1', resolve));
+    const graph = new GraphClient({
+      baseUrl: `http://127.0.0.1:${(trickle.address() as AddressInfo).port}`,
+      version: 'v23.0',
+      timeoutMs: 300,
+      connections: 1,
+    });
+    try {
+      const began = Date.now();
+      // The second waits for the only connection, which the first holds.
+      const outcomes = await Promise.all(
+        [1, 2].map((n) =>
+          graph.call('POST', `${n}/messages`, { token: 't', json: {} }).catch((e: unknown) => e),
+        ),
+      );
+      for (const err of outcomes) {
+        expect(err).toBeInstanceOf(GraphError);
+        expect((err as GraphError).message).toBe('Graph did not answer in time');
+      }
+      expect(Date.now() - began).toBeLessThan(2_500);
+    } finally {
+      await graph.close();
+      trickle.closeAllConnections();
+      await new Promise<void>((resolve) => trickle.close(() => resolve()));
+    }
+  });
 });

@@ -1,4 +1,5 @@
 import { Agent, errors as undiciErrors, request } from 'undici';
+import { DeadlineSignals } from '../../net/deadline-signals.js';
 import { guardedLookup } from '../../net/guarded-fetch.js';
 
 /**
@@ -51,10 +52,9 @@ export interface GraphClientOptions {
   /** META_GRAPH_VERSION, as `v23.0`. */
   version: string;
   /**
-   * How long Graph may take to answer: to send its headers, then between parts of its body
-   * (the agent's timeouts; connecting has undici's own 10 s). Graph's JSON answers come in one
-   * part, so a call ends within about 10 s plus this, well inside a send job's 60 s lease.
-   * A call given a signal is also cut after this long in all.
+   * How long a call may take in all, waiting for a connection included: it is cut between this
+   * and a second more after it began (calls share their deadlines, see DeadlineSignals), well
+   * inside a send job's 60 s lease.
    */
   timeoutMs?: number;
   /** Connections kept open to Graph per origin. */
@@ -87,9 +87,12 @@ export class GraphClient {
   /** Downloads go through their own connections, each address checked as it is connected to. */
   private readonly downloads: Agent;
   private readonly timeoutMs: number;
+  /** Every call's overall deadline, queueing for a connection included. */
+  private readonly deadlines: DeadlineSignals;
 
   constructor(private readonly opts: GraphClientOptions) {
     this.timeoutMs = opts.timeoutMs ?? 20_000;
+    this.deadlines = new DeadlineSignals(this.timeoutMs);
     this.agent = new Agent({
       connections: opts.connections ?? 128,
       keepAliveTimeout: 30_000,
@@ -128,20 +131,18 @@ export class GraphClient {
     const body = opts.json === undefined ? undefined : JSON.stringify(opts.json);
     const headers: Record<string, string> = { authorization: `Bearer ${opts.token}` };
     if (body !== undefined) headers['content-type'] = 'application/json';
-    // Without a caller's signal, the agent's headers and body timeouts bound the call: they
-    // run on undici's shared coarse timer, where an AbortSignal.timeout per call would leave
-    // a 20-second timer and its signal behind every send, long enough to reach V8's old
-    // space (at 2,500 sends a second, tens of MB a second for its mark-compact pauses).
-    const signal = opts.signal
-      ? AbortSignal.any([opts.signal, AbortSignal.timeout(this.timeoutMs)])
-      : undefined;
+    // The deadline is shared with the calls started in the same second (see DeadlineSignals):
+    // it counts the wait for one of the agent's connections too, which its header and body
+    // timeouts do not.
+    const deadline = this.deadlines.signal();
+    const signal = opts.signal ? AbortSignal.any([opts.signal, deadline]) : deadline;
     let res;
     try {
       res = await request(this.url(path, opts.query), {
         method,
         headers,
         body,
-        ...(signal ? { signal } : {}),
+        signal,
         dispatcher: this.agent,
       });
     } catch (err) {
@@ -172,9 +173,8 @@ export class GraphClient {
     url: string,
     opts: { token: string | null; maxBytes: number; signal?: AbortSignal },
   ): Promise<{ bytes: Buffer; contentType: string | null }> {
-    const signal = opts.signal
-      ? AbortSignal.any([opts.signal, AbortSignal.timeout(this.timeoutMs)])
-      : AbortSignal.timeout(this.timeoutMs);
+    const deadline = this.deadlines.signal();
+    const signal = opts.signal ? AbortSignal.any([opts.signal, deadline]) : deadline;
     let res;
     try {
       res = await request(url, {
@@ -223,7 +223,6 @@ function describeNetworkError(err: unknown): string {
   if (
     err instanceof undiciErrors.HeadersTimeoutError ||
     err instanceof undiciErrors.BodyTimeoutError ||
-    err instanceof undiciErrors.ConnectTimeoutError ||
     (err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError'))
   )
     return 'Graph did not answer in time';
