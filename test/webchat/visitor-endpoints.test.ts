@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryRateLimiter } from '../../src/http/rate-limiter.js';
@@ -660,6 +661,41 @@ describe('identity', () => {
     expectStatus(await other.visitor.call('GET', 'messages'), 200);
   });
 
+  it('an identify checked against the old secret while a rotation commits is refused, never kept', async () => {
+    const { acc, c, visitor } = await webchatAccount();
+    await visitor.start();
+    let identifying: ReturnType<typeof visitor.call> | undefined;
+    // A rotation under way: the connection's secret replaced, not yet committed. The identify
+    // read the old one, and its hash of the old secret checks out against it.
+    await t.db.transaction().execute(async (trx) => {
+      await trx
+        .updateTable('channel_connections')
+        .set({ secrets: Buffer.from('another sealed secret') })
+        .where('account_id', '=', acc.accountId)
+        .where('channel', '=', 'webchat')
+        .execute();
+      identifying = visitor.call('POST', 'identify', {
+        identifier: 'user-12',
+        identifier_hash: identifierHash(c.identity_secret, 'user-12'),
+      });
+      // Its recording waits for the rotation's lock on the connection row.
+      for (let i = 0; ; i++) {
+        const { rows } = await sql<{ n: number }>`
+          SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted`.execute(t.db);
+        if (rows[0]!.n > 0) break;
+        if (i > 200) throw new Error('the identify never waited for the rotation');
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+    });
+    expectError(await identifying!, 403);
+    const stored = await t.db
+      .selectFrom('webchat_visitors')
+      .select('identifier')
+      .where('account_id', '=', acc.accountId)
+      .execute();
+    expect(stored).toEqual([{ identifier: null }]);
+  });
+
   it('with verification off, a visitor identified under a rotated secret is anonymous again', async () => {
     const { acc, c, visitor } = await webchatAccount();
     await visitor.start();
@@ -687,6 +723,24 @@ describe('identity', () => {
     expect((await visitor.start(visitor.token)).visitor.identified).toBe(false);
     // user-10's conversation is theirs, not this browser's, until it identifies again.
     expect((await visitor.call('GET', 'messages')).json().data).toEqual([]);
+  });
+
+  it('connecting webchat again after a DELETE makes a new secret, and forgets identifications too', async () => {
+    const { acc, c, visitor } = await webchatAccount();
+    const first = await visitor.start();
+    expectStatus(
+      await visitor.call('POST', 'identify', {
+        identifier: 'user-13',
+        identifier_hash: identifierHash(c.identity_secret, 'user-13'),
+      }),
+      200,
+    );
+    expectStatus(await acc.call({ method: 'DELETE', url: '/v1/channels/webchat' }), 200);
+    const again = await connectWebchat(acc);
+    expect(again.identity_secret).not.toBe(c.identity_secret);
+    const same = visitorOf(t, again);
+    const resumed = await same.start(visitor.token);
+    expect(resumed.visitor).toEqual({ ...first.visitor, identified: false });
   });
 
   it('a change of settings that keeps the secret keeps every identification', async () => {

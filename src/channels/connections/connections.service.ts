@@ -133,10 +133,6 @@ export class ConnectionsService {
       const fresh = sealed === null || body.rotate_identity_secret === true;
       const identitySecret = fresh ? newIdentitySecret() : this.openIdentitySecret(box, sealed);
       const now = this.deps.clock.now();
-      // A new secret is made because the old one may have leaked: whoever held it could have
-      // identified as anyone. Visitors it identified are anonymous again until the site
-      // identifies them with the new one (a connection made again after a DELETE too).
-      if (fresh) await this.deps.visitors.forgetIdentities(trx, scope.accountId, now);
       const row = await this.deps.connections.upsert(trx, {
         account_id: scope.accountId,
         id: newId('chn'),
@@ -150,6 +146,12 @@ export class ConnectionsService {
         created_at: now,
         updated_at: now,
       });
+      // A new secret is made because the old one may have leaked: whoever held it could have
+      // identified as anyone. Visitors it identified are anonymous again until the site
+      // identifies them with the new one (a connection made again after a DELETE too). After
+      // the upsert, which locks the connection row: an identify locks that row before its
+      // visitor's, so the two wait for each other in one order (WebchatRepository.setIdentity).
+      if (fresh) await this.deps.visitors.forgetIdentities(trx, scope.accountId, now);
       return { row, identitySecret: fresh ? identitySecret : null };
     });
     this.deps.changed(scope.accountId, 'webchat');

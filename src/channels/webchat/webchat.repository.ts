@@ -43,20 +43,31 @@ export class WebchatRepository {
       .executeTakeFirst();
   }
 
-  /** A verified visitor: from now on it is the contact that holds that identifier (see findVisitor). */
+  /**
+   * A verified visitor: from now on it is the contact that holds that identifier (see
+   * findVisitor); only while the webchat connection still holds `sealedSecret`, the identity
+   * secret the hash was checked with. The connection row is locked (shared) first: a rotation
+   * under way is waited for and then seen, so that no identification made with the old secret
+   * survives it (see ConnectionsService.connectWebchat, which locks in the same order).
+   * Undefined when the secret changed meanwhile.
+   */
   async setIdentity(
     accountId: string,
     id: string,
     identifier: string,
     now: Date,
+    sealedSecret: Buffer,
   ): Promise<StoredVisitor | undefined> {
-    return this.db
-      .updateTable('webchat_visitors')
-      .set({ identifier, updated_at: now })
-      .where('account_id', '=', accountId)
-      .where('id', '=', id)
-      .returningAll()
-      .executeTakeFirst();
+    const { rows } = await sql<StoredVisitor>`
+      WITH vouching AS (
+        SELECT 1 FROM channel_connections
+        WHERE account_id = ${accountId} AND channel = 'webchat' AND secrets = ${sealedSecret}
+        FOR SHARE
+      )
+      UPDATE webchat_visitors SET identifier = ${identifier}, updated_at = ${now}
+      WHERE account_id = ${accountId} AND id = ${id} AND EXISTS (SELECT 1 FROM vouching)
+      RETURNING *`.execute(this.db);
+    return rows[0];
   }
 
   /**

@@ -178,7 +178,12 @@ export class WebchatService {
       ctx.visitor.id,
       body.identifier,
       this.deps.clock.now(),
+      ctx.widget.secrets!,
     );
+    if (!visitor)
+      throw new Forbidden(
+        'the identity secret was rotated meanwhile: identify again with a hash made with the new one',
+      );
     // What the visitor wrote anonymously (its contact holds the visitor id as webchat identity)
     // becomes the identified contact's: renamed when the identifier is new, else folded in. Both
     // are no-ops once done, so an identify cut short is completed by the next one.
@@ -203,7 +208,7 @@ export class WebchatService {
     // may have found no contact), look again and follow it to the contact's conversation.
     const keys = new Set([ctx.visitor.contact_id ?? ctx.visitor.id, ctx.visitor.id, contact.id]);
     for (const key of keys) await this.deps.wakeups.publish(scope.accountId, key);
-    return this.session(ctx.widget, visitor ?? ctx.visitor);
+    return this.session(ctx.widget, visitor);
   }
 
   /** The visitor's conversation (messages only, never notes), oldest first. */
