@@ -80,9 +80,9 @@ it('a send answered in time leaves no timer behind it (the 10 s wait is cleared,
   expect((await send()).statusCode).toBe(201); // caches warm, pool connection open
   const timers = trackTimers();
   try {
-    for (let i = 0; i < 30; i++) expect((await send()).json()).toMatchObject({ status: 'sent' });
-    // An idle pool connection's timer or two may be pending; one per send may not.
-    expect(timers.pending()).toBeLessThan(10);
+    for (let i = 0; i < 60; i++) expect((await send()).json()).toMatchObject({ status: 'sent' });
+    // Idle pool connections' timers and the like may be pending; one per send may not.
+    expect(timers.pending()).toBeLessThan(20);
   } finally {
     timers.stop();
   }
