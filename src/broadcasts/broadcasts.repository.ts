@@ -47,6 +47,7 @@ function counted(db: Db | Tx) {
       'b.scheduled_at',
       'b.started_at',
       'b.completed_at',
+      'b.audience_done_at',
       'b.rendered_content',
       'b.failure_reason',
       'b.cursor',

@@ -129,6 +129,7 @@ export class BroadcastsService {
         scheduled_at: scheduledAt,
         started_at: scheduledAt ? null : now,
         completed_at: null,
+        audience_done_at: null,
         rendered_content: null,
         failure_reason: null,
         cursor: null,

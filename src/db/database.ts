@@ -26,6 +26,7 @@ import * as m012 from './migrations/012_webchat_visitors.js';
 import * as m013 from './migrations/013_broadcast_counters.js';
 import * as m014 from './migrations/014_template_notify.js';
 import * as m015 from './migrations/015_webchat_visitor_contact.js';
+import * as m016 from './migrations/016_broadcast_awaiting.js';
 
 export type Db = Kysely<Tables>;
 export type Tx = Transaction<Tables>;
@@ -138,6 +139,7 @@ const migrations: Record<string, Migration> = {
   '013_broadcast_counters': m013,
   '014_template_notify': m014,
   '015_webchat_visitor_contact': m015,
+  '016_broadcast_awaiting': m016,
 };
 
 /** Applies pending migrations; Kysely's migrator takes a lock, so concurrent starts are safe. */

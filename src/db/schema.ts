@@ -238,6 +238,8 @@ export interface BroadcastsTable {
   scheduled_at: Timestamp | null;
   started_at: Timestamp | null;
   completed_at: Timestamp | null;
+  /** When the last recipient was queued; the broadcast ends once none of its messages is queued. */
+  audience_done_at: Timestamp | null;
   rendered_content: string | null;
   failure_reason: string | null;
   cursor: string | null;
