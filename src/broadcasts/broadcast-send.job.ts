@@ -22,8 +22,9 @@ export function broadcastSendJob(broadcasts: BroadcastsService): JobHandler<'bro
       if (interval > 0) {
         // Paced: one batch per run, the next when the channel's rate allows.
         const batchStarted = performance.now();
-        if ((await broadcasts.sendNextBatch(job.accountId, id)) === 'done')
-          return { status: 'done' };
+        const sent = await broadcasts.sendNextBatch(job.accountId, id);
+        if (sent === 'done') return { status: 'done' };
+        if (sent !== 'more') return { status: 'continue', afterMs: sent.waitMs };
         return {
           status: 'continue',
           afterMs: Math.max(0, interval - (performance.now() - batchStarted)),
@@ -49,6 +50,8 @@ export function broadcastSendJob(broadcasts: BroadcastsService): JobHandler<'bro
             await settle('all');
             continue;
           }
+          // Every recipient queued, some still waiting for the provider: look again later.
+          if ('waitMs' in step) return { status: 'continue', afterMs: step.waitMs };
           await settle(inFlight.size < IN_FLIGHT ? 'none' : 'one');
           const dispatch: Promise<void> = step
             .dispatch()

@@ -202,6 +202,25 @@ export class BroadcastsRepository {
   }
 
   /**
+   * Whether a message of the broadcast is still `queued` (the provider has not accepted it yet
+   * and its send job retries): found through the recipients, whose key reads one broadcast's.
+   */
+  async hasQueuedMessages(trx: Tx, accountId: string, broadcastId: string): Promise<boolean> {
+    const row = await trx
+      .selectFrom('broadcast_recipients as r')
+      .innerJoin('messages as m', (join) =>
+        join.onRef('m.account_id', '=', 'r.account_id').onRef('m.id', '=', 'r.message_id'),
+      )
+      .select('r.contact_id')
+      .where('r.account_id', '=', accountId)
+      .where('r.broadcast_id', '=', broadcastId)
+      .where('m.status', '=', 'queued')
+      .limit(1)
+      .executeTakeFirst();
+    return row !== undefined;
+  }
+
+  /**
    * Adds recipients with their outcomes, in one statement (arrays, so that every batch size is
    * the same prepared statement). The primary key (broadcast, contact) is what makes a second
    * message impossible: a contact already there fails the statement, and so the whole batch,

@@ -18,6 +18,14 @@ import type { Broadcast, CreateBroadcastBody, ListBroadcastsQuery } from './broa
 export const MIN_SCHEDULE_AHEAD_MS = 5 * 60 * 1000;
 const TEMPLATE_FIELDS = { name: 'message.template_name', params: 'message.template_params' };
 
+/**
+ * How long a broadcast whose recipients are all queued waits before looking again for messages
+ * still queued: a second at first, growing with the wait to a minute (retries run up to a day).
+ */
+export function awaitingCheckMs(waitedMs: number): number {
+  return Math.min(60_000, Math.max(1_000, Math.round(waitedMs / 10)));
+}
+
 export function toBroadcast(r: BroadcastRow): Broadcast {
   return {
     id: r.id,
@@ -191,9 +199,13 @@ export class BroadcastsService {
    * rolls the batch back whole and the job runs it again (the recipient key makes a second
    * message impossible); a crash after it leaves the send job to a runner when its lease ends.
    */
-  async sendNextBatch(accountId: string, id: string): Promise<'more' | 'done'> {
+  async sendNextBatch(
+    accountId: string,
+    id: string,
+  ): Promise<'more' | 'done' | { waitMs: number }> {
     const step = await this.queueNextBatch(accountId, id, true);
-    if (step === 'done' || step === 'drained') return 'done';
+    if (step === 'done' || step === 'drained' || 'waitMs' in step)
+      return step === 'drained' ? 'done' : step;
     await step.dispatch();
     return 'more';
   }
@@ -208,7 +220,7 @@ export class BroadcastsService {
     accountId: string,
     id: string,
     mayFinish: boolean,
-  ): Promise<'done' | 'drained' | { dispatch: () => Promise<void> }> {
+  ): Promise<'done' | 'drained' | { waitMs: number } | { dispatch: () => Promise<void> }> {
     const channel = await this.channelOf(accountId, id);
     if (!channel) return 'done';
     let provider: ChannelProvider;
@@ -272,6 +284,15 @@ export class BroadcastsService {
       );
       if (batch.length === 0) {
         if (!mayFinish) return 'drained';
+        // Every recipient is queued; the broadcast ends when the provider has taken or refused
+        // the last of their messages (some may be retrying after throttling), checked again and
+        // again (each check under the broadcast's lock, after the changes before it committed).
+        if (await this.deps.broadcasts.hasQueuedMessages(trx, accountId, id)) {
+          const since = b.audience_done_at ?? now;
+          if (b.audience_done_at === null)
+            await this.patch(trx, b, { audience_done_at: now, updated_at: now });
+          return { waitMs: awaitingCheckMs(now.getTime() - since.getTime()) };
+        }
         const status = b.sent === 0 && b.failed > 0 ? 'failed' : 'sent';
         const done = await this.patch(trx, b, {
           status,
@@ -342,7 +363,8 @@ export class BroadcastsService {
         ),
       };
     });
-    if (step === 'done' || step === 'drained') return step;
+    if (typeof step === 'string') return step;
+    if (step.waitMs !== undefined) return { waitMs: step.waitMs };
     return {
       dispatch: async () => {
         let accepted = 0;

@@ -146,15 +146,27 @@ describe('a template broadcast on a WhatsApp connection', () => {
       const b = await broadcast(c, 'mixed', tpl.name);
       await drain(e, c.acc.accountId);
 
+      // Every recipient is queued, but one message waits for its retry: still sending, and
+      // not announced as completed.
       expect(await getBroadcast(c, b.id)).toMatchObject({
-        status: 'sent',
+        status: 'sending',
         stats: { sent: RECIPIENTS - 2, failed: 1 },
       });
+      expect(await events(e, c.acc.accountId, 'broadcast.completed')).toHaveLength(0);
+      const sendsTo = (x: { phone: string }) =>
+        e.graph.find(c.sendMatcher).filter((r) => toOf(r) === x.phone.slice(1)).length;
       // The throttled one waits for its retry: on the schedule, not before.
       e.t.clock.advance(SEND_RETRY_DELAYS_MS[0]! - 1);
-      expect(await drain(e, c.acc.accountId)).toBe(0);
+      await drain(e, c.acc.accountId);
+      expect(sendsTo(throttled)).toBe(1);
+      expect((await getBroadcast(c, b.id)).status).toBe('sending');
       e.t.clock.advance(1);
-      expect(await drain(e, c.acc.accountId)).toBe(1);
+      await drain(e, c.acc.accountId);
+      expect(sendsTo(throttled)).toBe(2);
+      // The broadcast sees its last message taken at its next look, and ends then.
+      e.t.clock.advance(60_000);
+      await drain(e, c.acc.accountId);
+      expect(await events(e, c.acc.accountId, 'broadcast.completed')).toHaveLength(1);
 
       const counts = new Map<string, number>();
       for (const r of e.graph.find(c.sendMatcher))
@@ -184,6 +196,40 @@ describe('a template broadcast on a WhatsApp connection', () => {
       const recipients = await recipientsOf(e.t.db, c.acc.accountId, b.id);
       expect(recipients).toHaveLength(RECIPIENTS);
       expect(recipients.every((r) => r.message_id !== null)).toBe(true);
+      expect(await jobsOf(e, c.acc.accountId)).toEqual([]);
+    } finally {
+      restore();
+    }
+  });
+
+  it('a broadcast whose every message is throttled until its retries run out ends failed, announced once', async () => {
+    const c = await connectedAccount(e);
+    const tpl = await approvedTemplate(e, c, 'Last call: {{1}} off');
+    const contacts = await audience(c, 'throttled', 4);
+    e.graph.failNext(c.sendMatcher, 10_000, META_ERRORS.pairRateLimit);
+    const restore = freezeClock(e.t.clock);
+    try {
+      const b = await broadcast(c, 'throttled', tpl.name);
+      await drain(e, c.acc.accountId);
+      expect(await getBroadcast(c, b.id)).toMatchObject({
+        status: 'sending',
+        stats: { sent: 0, failed: 0 },
+      });
+      // A day of retries (each drain runs the one that is due), an hour at a time.
+      for (let i = 0; i < SEND_RETRY_DELAYS_MS.length + 2; i++) {
+        e.t.clock.advance(3_600_000);
+        await drain(e, c.acc.accountId);
+      }
+      const done = await getBroadcast(c, b.id);
+      expect(done).toMatchObject({
+        status: 'failed',
+        failure_reason: 'no recipient could be sent the message',
+        stats: { sent: 0, failed: contacts.length },
+      });
+      expect(done.completed_at).not.toBeNull();
+      const messages = await messagesOf(e.t.db, c.acc.accountId, b.id);
+      expect(messages.map((m) => m.status)).toEqual(contacts.map(() => 'failed'));
+      expect(await events(e, c.acc.accountId, 'broadcast.completed')).toHaveLength(1);
       expect(await jobsOf(e, c.acc.accountId)).toEqual([]);
     } finally {
       restore();
