@@ -99,7 +99,7 @@ export function contactsRoutes(app: FastifyInstance, contacts: ContactsService):
       operationId: 'mergeContact',
       summary: 'Merge another contact into this one (the same person met on two channels)',
       description:
-        "The other contact's identities, conversations (with their messages and notes) and tags move to this contact; its custom fields fill the keys this one lacks (this contact's values win); a missing phone, name or email is taken from it; then it is deleted (its id answers 404). 409 when both contacts have an identity on one channel (two phones, two PSIDs), or both have a conversation on one channel. One transaction; no event is emitted.",
+        "The other contact's identities, conversations (with their messages and notes) and tags move to this contact; its custom fields fill the keys this one lacks (this contact's values win); a missing phone, name or email is taken from it; then it is deleted (its id answers 404). 409 when both contacts have an identity on one channel (two phones, two PSIDs). When both have a conversation on one channel (possible through the sandbox without identities), the other's conversation is folded into this contact's: its messages and notes move there, and it stays open if either was. One transaction; no event is emitted.",
       params: IdParams,
       body: MergeContactBody,
       response: { 200: Contact, ...errorResponses(404, 409, 422) },

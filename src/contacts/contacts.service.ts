@@ -433,10 +433,10 @@ export class ContactsService {
    * both contacts locked in id order: the other's identities, conversations (with their
    * messages and notes) and tags move over, its custom fields fill keys this contact lacks, a
    * missing phone, name or email is taken from it, and it is deleted. Refused with 409 when both
-   * have an identity on one channel (two phones, two PSIDs), or both have a conversation on one
-   * channel (possible without identities through the sandbox): one conversation per contact and
-   * channel, and no message history is rewritten. Emits no event: the API has no event for a
-   * contact changed or deleted.
+   * have an identity on one channel (two phones, two PSIDs). When both merely have a conversation
+   * on one channel (possible without identities through the sandbox), the other's is folded into
+   * this one's: a contact has one conversation per channel. Emits no event: the API has no event
+   * for a contact changed or deleted.
    */
   async merge(scope: Scope, id: string, otherId: string): Promise<Contact> {
     if (otherId === id)
@@ -530,19 +530,6 @@ export class ContactsService {
         );
       }
     }
-    const conversations = await this.deps.contacts.lockConversationChannels(trx, accountId, [
-      id,
-      otherId,
-    ]);
-    for (const c of conversations) {
-      if (c.contact_id !== id) continue;
-      const twin = conversations.find((o) => o.contact_id === otherId && o.channel === c.channel);
-      if (twin) {
-        throw new Conflict(
-          `contacts ${id} and ${otherId} both have a conversation on ${c.channel} (${c.id} and ${twin.id}): a contact has one conversation per channel, so they cannot be merged`,
-        );
-      }
-    }
     const tags = [...into.tags, ...other.tags.filter((t) => !into.tags.includes(t))];
     if (tags.length > MAX_TAGS) {
       throw new ValidationError(
@@ -551,6 +538,20 @@ export class ContactsService {
       );
     }
 
+    // Both contacts met on one channel without two identities there (a phone contact who wrote
+    // through the sandbox before the channel was connected): one conversation per contact and
+    // channel, so the other's is folded into this one (messages and notes move; open if either
+    // was). Locked after both contacts, the order every merge and inbound message takes.
+    const conversations = await this.deps.contacts.lockConversationChannels(trx, accountId, [
+      id,
+      otherId,
+    ]);
+    const now = this.deps.clock.now();
+    for (const c of conversations) {
+      if (c.contact_id !== otherId) continue;
+      const twin = conversations.find((o) => o.contact_id === id && o.channel === c.channel);
+      if (twin) await this.deps.contacts.foldConversation(trx, accountId, c.id, twin.id, now);
+    }
     await this.deps.contacts.moveBelongings(trx, accountId, otherId, id);
     // Deleted before its phone is given to the merged contact, which the phone's unique key needs.
     await this.deps.contacts.delete(trx, accountId, otherId);
@@ -560,7 +561,7 @@ export class ContactsService {
       email: into.email ?? other.email,
       tags,
       custom_fields: { ...other.custom_fields, ...into.custom_fields },
-      updated_at: this.deps.clock.now(),
+      updated_at: now,
     });
     return toContact(merged);
   }

@@ -285,18 +285,70 @@ describe('POST /v1/contacts/{id}/merge', () => {
     );
   });
 
-  it('409 when both have a conversation on one channel without both having an identity there (the sandbox)', async () => {
+  it('both with a conversation on one channel without two identities there (the sandbox): the other’s is folded into this one’s', async () => {
     const acc = await newAccount(t);
     const withPhone = await createContact(acc);
     const phoneless = await metOn(t, acc, 'instagram');
     // Through the sandbox, a contact talks on any channel, identity or not.
-    const a = await receive(acc, withPhone.id, 'webchat');
-    const b = await receive(acc, phoneless.id, 'webchat');
-    const error = expectError(await merge(acc, withPhone.id, phoneless.id), 409);
-    expect(error.message).toBe(
-      `contacts ${withPhone.id} and ${phoneless.id} both have a conversation on webchat (${a.conversation_id} and ${b.conversation_id}): a contact has one conversation per channel, so they cannot be merged`,
+    const a = await receive(acc, withPhone.id, 'webchat', 'from the phone contact');
+    t.clock.advance(1000);
+    const b = await receive(acc, phoneless.id, 'webchat', 'from the instagram contact');
+    const note = await acc.call({
+      method: 'POST',
+      url: `/v1/conversations/${b.conversation_id}/notes`,
+      payload: { content: 'asked about sizes' },
+    });
+    expectStatus(note, 201);
+    // This contact's conversation is resolved, the other's open: the merged one stays open.
+    expectStatus(
+      await acc.call({ method: 'POST', url: `/v1/conversations/${a.conversation_id}/resolve` }),
+      200,
     );
-    expect(await contactIdsOf(t, acc)).toEqual([withPhone.id, phoneless.id].sort());
+
+    const res = await merge(acc, withPhone.id, phoneless.id);
+    expectStatus(res, 200);
+    expect(res.json().identities).toEqual([
+      { channel: 'whatsapp', id: withPhone.phone },
+      { channel: 'instagram', id: phoneless.identity },
+    ]);
+    expect(await contactIdsOf(t, acc)).toEqual([withPhone.id]);
+    const conversations = await t.db
+      .selectFrom('conversations')
+      .select(['id', 'channel', 'status', 'contact_id'])
+      .where('account_id', '=', acc.accountId)
+      .orderBy('channel')
+      .execute();
+    expect(conversations).toEqual([
+      {
+        id: phoneless.conversationId,
+        channel: 'instagram',
+        status: 'open',
+        contact_id: withPhone.id,
+      },
+      { id: a.conversation_id, channel: 'webchat', status: 'open', contact_id: withPhone.id },
+    ]);
+    const messages = await t.db
+      .selectFrom('messages')
+      .select(['conversation_id', 'content'])
+      .where('account_id', '=', acc.accountId)
+      .where('id', 'in', [a.id, b.id])
+      .orderBy('created_at')
+      .execute();
+    expect(messages).toEqual([
+      { conversation_id: a.conversation_id, content: 'from the phone contact' },
+      { conversation_id: a.conversation_id, content: 'from the instagram contact' },
+    ]);
+    const notes = await acc.call({
+      method: 'GET',
+      url: `/v1/conversations/${a.conversation_id}/notes`,
+    });
+    expect(notes.json().data.map((n: { content: string }) => n.content)).toEqual([
+      'asked about sizes',
+    ]);
+    expectStatus(
+      await acc.call({ method: 'GET', url: `/v1/conversations/${b.conversation_id}` }),
+      404,
+    );
   });
 
   it('404 for an unknown contact on either side, or one of another account; 422 for itself or a bad body', async () => {
