@@ -357,6 +357,19 @@ describe('the conversation', () => {
     expect(notJson.statusCode).toBeLessThan(500);
     expect(notJson.json().error.code).toBeDefined();
   });
+
+  it('a message of whitespace alone is a 422 and records nothing', async () => {
+    const { acc, visitor } = await webchatAccount();
+    await visitor.start();
+    for (const blank of [' ', '\n\t \r\n', '\u00a0\u2003']) {
+      const res = await visitor.send(blank);
+      expectError(res, 422, 'content');
+    }
+    expect(await eventsOf(t.db, acc.accountId, 'message.received')).toHaveLength(0);
+    expect((await visitor.call('GET', 'messages')).json().data).toEqual([]);
+    // Text with whitespace around it is still a message.
+    expectStatus(await visitor.send('  hi  '), 201);
+  });
 });
 
 describe('identity', () => {

@@ -230,6 +230,8 @@ export class WebchatService {
    */
   async send(ctx: VisitorContext, body: SendBody): Promise<VisitorMessage> {
     this.requireIdentity(ctx);
+    // Before anything is made: a blank first message must not create the visitor's contact.
+    if (body.content.trim() === '') throw new ValidationError('content', 'must not be blank');
     const scope = { accountId: ctx.widget.accountId };
     let contactId = ctx.visitor.contact_id;
     if (!contactId) {
