@@ -30,7 +30,7 @@ import {
 import { installIdempotency } from './http/idempotency.js';
 import { installInputGuard } from './http/input-guard.js';
 import type { RateLimiter } from './http/rate-limiter.js';
-import type { ChannelProvider } from './channels/channel.js';
+import type { ChannelProvider, ResolvedProvider } from './channels/channel.js';
 import type { Channel } from './db/schema.js';
 import { SandboxProvider } from './channels/sandbox/sandbox.provider.js';
 import { sandboxRoutes } from './channels/sandbox/sandbox.routes.js';
@@ -131,6 +131,8 @@ export interface AppDeps {
   log?: FastifyBaseLogger;
   /** How long a send's first attempt holds its job before a runner may send again (tests). */
   sendLeaseMs?: number;
+  /** How long an API send waits for the provider's answer (tests; 10 s by default). */
+  sendWaitMs?: number;
   /** Replaces the providers of some channels, whatever their connections (tests only). */
   providers?: Partial<Record<Channel, ChannelProvider>>;
   /** The database the event feed LISTENs on; without one, open streams poll every second. */
@@ -158,7 +160,7 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
   const caches = {
     keys: new ReadCache<KeyOwner>({ maxEntries: 10_000, ttlMs: 60_000 }),
     contact: new ReadCache<Contact>({ maxEntries: 10_000, ttlMs: 60_000 }),
-    connection: new ReadCache<ChannelProvider>({ maxEntries: 10_000, ttlMs: 60_000 }),
+    connection: new ReadCache<ResolvedProvider>({ maxEntries: 10_000, ttlMs: 60_000 }),
     /** Connections by id, for the provider webhook routes (cleared on any connection change). */
     connectionById: new ReadCache<ConnectionRow>({ maxEntries: 10_000, ttlMs: 60_000 }),
     /** Approved templates by account and name. */
@@ -195,7 +197,7 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
   // The connection shows Graph's refusal of its token until it is connected again.
   const refused = (row: ConnectionRow, reason: string) =>
     connections
-      .recordRefusal(row.account_id, row.channel, reason)
+      .recordRefusal(row, reason)
       .catch((err: unknown) =>
         log.error({ err, connection: row.id }, 'recording a refused token failed'),
       );
@@ -255,6 +257,7 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     metrics,
     clock,
     observer: broadcastStats,
+    leaseMs: deps.sendLeaseMs,
   });
   const templates = new TemplatesService({
     tx,
@@ -291,6 +294,7 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     jobs,
     observer: broadcastStats,
     sendLeaseMs: deps.sendLeaseMs,
+    sendWaitMs: deps.sendWaitMs,
     outbox,
     fetchMedia:
       deps.fetchMedia ??

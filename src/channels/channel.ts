@@ -87,6 +87,18 @@ export interface ProviderResolver {
    * is not connected and the sandbox is disabled.
    */
   resolve(accountId: string, channel: Channel): Promise<ChannelProvider>;
+  /** `resolve`, with the connection the provider sends through. */
+  resolveWithConnection(accountId: string, channel: Channel): Promise<ResolvedProvider>;
+}
+
+/** A channel's provider and the connection it was built from. */
+export interface ResolvedProvider {
+  provider: ChannelProvider;
+  /**
+   * The connection's id; null for the sandbox (or a test's override). A message queued for a
+   * connection is only ever handed to that connection (see SendPipeline).
+   */
+  connectionId: string | null;
 }
 
 export interface InboundMessage {

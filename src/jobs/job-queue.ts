@@ -14,10 +14,18 @@ export interface JobPayloads {
   };
   /** Starts a scheduled broadcast at its time, then sends it batch by batch. */
   'broadcast.send': { v: 1; broadcast_id: string };
-  /** Hands queued messages to their provider (one API send, or one broadcast batch). */
-  'message.send': { v: 1; message_ids: string[] };
+  /**
+   * Hands queued messages to their provider (one API send, or one broadcast batch), only through
+   * the connection they were queued for (null: the sandbox) once that is known.
+   */
+  'message.send': { v: 1; message_ids: string[]; connection_id?: string | null };
   /** Processes one stored provider webhook (inbound_webhooks row) of the job's account. */
   'channel.inbound': { v: 1; webhook_id: string };
+  /**
+   * Looks up the profile name of a new Messenger or Instagram sender whose lookup failed while
+   * their first message was recorded: the connection, and the sender's id (PSID, IGSID) there.
+   */
+  'contact.profile': { v: 1; connection_id: string; identity: string };
 }
 export type JobKind = keyof JobPayloads;
 
@@ -119,7 +127,9 @@ export class JobQueue {
     accountId: string,
     id: string,
     lease: Date,
-    next: { done: true } | { done: false; retryAt: Date; error: string },
+    next:
+      | { done: true }
+      | { done: false; retryAt: Date; error: string; payload?: Record<string, unknown> },
   ): Promise<void> {
     if (next.done) {
       await trx
@@ -132,10 +142,33 @@ export class JobQueue {
     }
     await trx
       .updateTable('jobs')
-      .set({ run_at: next.retryAt, locked_until: null, last_error: next.error.slice(0, 2000) })
+      .set({
+        run_at: next.retryAt,
+        locked_until: null,
+        last_error: next.error.slice(0, 2000),
+        // Fields added to the payload (what the next attempt must know).
+        ...(next.payload
+          ? { payload: sql<string>`jobs.payload || ${JSON.stringify(next.payload)}::jsonb` }
+          : {}),
+      })
       .where('account_id', '=', accountId)
       .where('id', '=', id)
       .where('locked_until', '=', lease)
       .execute();
+  }
+
+  /**
+   * Moves a held job's claim to `until`, only while `lease` still holds it; answers whether it
+   * did. Due again when the new claim ends, as a claimed job is.
+   */
+  async extend(db: Db, accountId: string, id: string, lease: Date, until: Date): Promise<boolean> {
+    const r = await db
+      .updateTable('jobs')
+      .set({ locked_until: until, run_at: until })
+      .where('account_id', '=', accountId)
+      .where('id', '=', id)
+      .where('locked_until', '=', lease)
+      .executeTakeFirst();
+    return r.numUpdatedRows > 0n;
   }
 }

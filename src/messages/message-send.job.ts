@@ -28,6 +28,7 @@ export function messageSendJob(
           group,
           undefined,
           job.attempts,
+          job.payload.connection_id,
         );
       }
       return { status: 'done' };

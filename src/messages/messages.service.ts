@@ -74,6 +74,8 @@ interface SendRequest {
   scope: Scope;
   channel: Channel;
   provider: ChannelProvider['name'];
+  /** The connection the message is queued for (null: the sandbox); its job records it. */
+  connectionId: string | null;
   contactId: string;
   type: SendMessageBody['type'];
   content: string | null;
@@ -196,6 +198,8 @@ export class MessagesService {
       observer: MessageObserver;
       /** How long a send's first attempt holds its job (SEND_LEASE_MS by default). */
       sendLeaseMs?: number;
+      /** How long an API send waits for the provider's answer (SEND_WAIT_MS by default). */
+      sendWaitMs?: number;
       outbox: Outbox;
       fetchMedia: MediaFetcher;
       clock: Clock;
@@ -213,7 +217,10 @@ export class MessagesService {
     const contact = await this.deps.contacts.get(scope, body.contact_id);
     // Decided before anything is written: an unconnected channel is a 422 with nothing stored,
     // and so is a contact the channel's real provider has no way to address.
-    const provider = await this.deps.providers.resolve(scope.accountId, body.channel);
+    const { provider, connectionId } = await this.deps.providers.resolveWithConnection(
+      scope.accountId,
+      body.channel,
+    );
     const requireIdentity = provider.name !== 'sandbox';
     if (requireIdentity && !contact.identities.some((i) => i.channel === body.channel))
       throw noIdentity(body.channel, contact.id);
@@ -226,6 +233,7 @@ export class MessagesService {
       scope,
       channel: body.channel,
       provider: provider.name,
+      connectionId,
       contactId: contact.id,
       type: body.type,
       content: body.content ?? null,
@@ -237,7 +245,7 @@ export class MessagesService {
     });
     if (queued.error) throw queued.error;
     const { row, to, job } = queued as Required<Pick<QueueResult, 'row' | 'to' | 'job'>>;
-    const send = this.queuedSend(scope.accountId, body.channel, job, 1, [
+    const send = this.queuedSend(scope.accountId, body.channel, job, 1, connectionId, [
       { row, channel: body.channel, contactId: contact.id, ...to },
     ]);
     const attempt = (async () => {
@@ -252,7 +260,7 @@ export class MessagesService {
     const answered = await Promise.race([
       attempt,
       new Promise<null>((resolve) => {
-        wait = setTimeout(() => resolve(null), SEND_WAIT_MS).unref();
+        wait = setTimeout(() => resolve(null), this.deps.sendWaitMs ?? SEND_WAIT_MS).unref();
       }),
     ])
       .catch((err: unknown) => {
@@ -275,9 +283,11 @@ export class MessagesService {
     queued: QueuedMessage[],
     provider?: ChannelProvider,
     attempt = 1,
+    /** The connection the messages were queued for (null: the sandbox), when known. */
+    connectionId?: string | null,
   ): Promise<Map<string, MessageRow>> {
     const results = await this.deps.pipeline.attempt(
-      this.queuedSend(accountId, channel, job, attempt, queued),
+      this.queuedSend(accountId, channel, job, attempt, connectionId, queued),
       provider,
     );
     const rows = new Map<string, MessageRow>();
@@ -291,6 +301,7 @@ export class MessagesService {
     channel: Channel,
     job: { id: string; lease: Date },
     attempt: number,
+    connectionId: string | null | undefined,
     queued: QueuedMessage[],
   ): QueuedSend {
     return {
@@ -299,6 +310,7 @@ export class MessagesService {
       jobId: job.id,
       lease: job.lease,
       attempt,
+      connectionId,
       messages: queued.map((q) => toOutbound(accountId, q)),
       observed: queued.some((q) => this.deps.observer.observes(q.row)),
     };
@@ -379,9 +391,11 @@ export class MessagesService {
     const lease = new Date(now.getTime() + (this.deps.sendLeaseMs ?? SEND_LEASE_MS));
     const sends: { index: number; send: AtOnceSend }[] = [];
     for (const [index, draft] of drafts) {
-      const { scope, channel, provider, contactId } = requests[index]!;
+      const { scope, channel, provider, connectionId, contactId } = requests[index]!;
       const row = outboundRow(scope.accountId, draft, null, now);
-      const [job] = this.deps.jobs.rowsOf([sendJob(scope.accountId, [row.id], lease)]);
+      const [job] = this.deps.jobs.rowsOf([
+        sendJob(scope.accountId, [row.id], lease, connectionId),
+      ]);
       sends.push({
         index,
         send: { row, contactId, channel, anyContact: provider === 'sandbox', job: job! },
@@ -432,8 +446,13 @@ export class MessagesService {
     const groups = new Map<string, { index: number; recipient: Recipient }[]>();
     for (const [index, message] of drafts) {
       const request = requests[index]!;
-      // Sends that share an account, a channel and its provider are queued together.
-      const key = [request.scope.accountId, request.channel, request.provider].join('\u0000');
+      // Sends that share an account, a channel and its connection are queued together.
+      const key = [
+        request.scope.accountId,
+        request.channel,
+        request.provider,
+        request.connectionId ?? '',
+      ].join('\u0000');
       const group = groups.get(key) ?? [];
       groups.set(key, group);
       group.push({ index, recipient: { contactId: request.contactId, message } });
@@ -449,6 +468,7 @@ export class MessagesService {
         broadcastId: null,
         recipients: group.map((g) => g.recipient),
         provider: first.provider,
+        connectionId: first.connectionId,
         jobs: 'each',
       });
       queued.results.forEach((result, i) => (results[group[i]!.index] = result));
@@ -485,6 +505,8 @@ export class MessagesService {
        * provider's rule (Meta allows it on WhatsApp, not on Messenger or Instagram).
        */
       provider: ChannelProvider['name'];
+      /** The connection the messages are queued for (null: the sandbox), when known. */
+      connectionId?: string | null;
       /** One send job for the whole batch (the default), or one per message. */
       jobs?: 'one' | 'each';
     },
@@ -571,7 +593,7 @@ export class MessagesService {
     // Each API send's own job, or one for the whole batch; written with the messages.
     const jobs = this.deps.jobs.rowsOf(
       (batch.jobs === 'each' ? rows.map((r) => [r.id]) : [rows.map((r) => r.id)]).map((ids) =>
-        sendJob(accountId, ids, lease),
+        sendJob(accountId, ids, lease, batch.connectionId),
       ),
     );
     await this.deps.messages.insertWithJobs(trx, rows, jobs);
@@ -1054,11 +1076,20 @@ function outboundRow(
 }
 
 /** The send job of queued messages, held by its caller until `lease` (its first attempt). */
-function sendJob(accountId: string, messageIds: string[], lease: Date): NewJob {
+function sendJob(
+  accountId: string,
+  messageIds: string[],
+  lease: Date,
+  connectionId: string | null | undefined,
+): NewJob {
   return {
     accountId,
     kind: 'message.send',
-    payload: { v: 1, message_ids: messageIds },
+    payload: {
+      v: 1,
+      message_ids: messageIds,
+      ...(connectionId !== undefined ? { connection_id: connectionId } : {}),
+    },
     leasedUntil: lease,
   };
 }

@@ -4,6 +4,7 @@ import type {
   ProviderResolver,
   SendOutcome,
 } from '../channels/channel.js';
+import { AppError } from '../errors.js';
 import type { Clock } from '../clock.js';
 import { Batcher } from '../db/batcher.js';
 import type { Db, Tx } from '../db/database.js';
@@ -34,7 +35,10 @@ export const SEND_RETRY_DELAYS_MS: readonly number[] = (() => {
 const MAX_HINT_MS = 3600_000;
 /** Calls in flight at once for one batch (a broadcast batch is hundreds of messages). */
 const CONCURRENCY = 64;
-/** How long a claim on a send job holds: longer than any provider call may take. */
+/**
+ * How long a claim on a send job holds: longer than any provider call may take. A batch whose
+ * calls take longer in all renews its claim as it goes (see `SendPipeline.holdLease`).
+ */
 export const SEND_LEASE_MS = 60_000;
 
 /** A queued message, with what its provider needs, and the send job that carries it. */
@@ -42,8 +46,17 @@ export interface QueuedSend {
   accountId: string;
   channel: Channel;
   jobId: string;
-  /** The claim on the job its caller holds: the job is settled only while it still stands. */
+  /**
+   * The claim on the job its caller holds: the job is settled only while it still stands. The
+   * pipeline moves it forward as it renews the claim during a long batch.
+   */
   lease: Date;
+  /**
+   * The connection these messages were queued for (null: the sandbox, or a test's override):
+   * they are handed to no other. Undefined while not known (a broadcast batch's first attempt,
+   * a job written before it was recorded): the pipeline then records the one it used.
+   */
+  connectionId?: string | null;
   /** 1 for the caller's own first attempt. */
   attempt: number;
   messages: OutboundMessage[];
@@ -87,6 +100,8 @@ export class SendPipeline {
       clock: Clock;
       /** Who hears of status changes of outbound messages (the broadcast funnel). */
       observer: MessageObserver;
+      /** How long a send job's claim holds, and how far a renewal moves it (SEND_LEASE_MS). */
+      leaseMs?: number;
     },
   ) {}
 
@@ -108,21 +123,24 @@ export class SendPipeline {
     return this.recorder.submit(plan);
   }
 
-  /** Calls the provider for every message, a few at a time; never throws. */
+  /**
+   * Calls the provider for every message, a few at a time; never throws. Messages queued for a
+   * connection go to that connection only: gone or replaced since, they fail for good. A batch
+   * that outlasts half its claim renews it before its next call; should the claim be lost
+   * (another runner took the job), the calls stop and the rest is left to that runner.
+   */
   async callProvider(send: QueuedSend, given?: ChannelProvider): Promise<Map<string, SendOutcome>> {
     const outcomes = new Map<string, SendOutcome>();
-    let provider: ChannelProvider;
-    try {
-      provider = given ?? (await this.deps.providers.resolve(send.accountId, send.channel));
-    } catch (err) {
-      // No provider any more (the channel was disconnected with the sandbox off): for good.
-      const reason = err instanceof Error ? err.message : String(err);
-      for (const m of send.messages) outcomes.set(m.messageId, { status: 'failed', reason });
+    const chosen = await this.choose(send, given);
+    if ('outcome' in chosen) {
+      for (const m of send.messages) outcomes.set(m.messageId, chosen.outcome);
       return outcomes;
     }
+    const provider = chosen.provider;
     let next = 0;
     const worker = async () => {
       while (next < send.messages.length) {
+        if (!this.leaseLasts(send) && !(await this.renewLease(send))) return;
         const message = send.messages[next++]!;
         let outcome: SendOutcome;
         try {
@@ -137,6 +155,80 @@ export class SendPipeline {
     };
     await Promise.all(Array.from({ length: Math.min(CONCURRENCY, send.messages.length) }, worker));
     return outcomes;
+  }
+
+  /**
+   * The provider of this attempt, and (in `send.connectionId`) the connection it sends through;
+   * or the outcome of every message when there is none to hand them to.
+   */
+  private async choose(
+    send: QueuedSend,
+    given: ChannelProvider | undefined,
+  ): Promise<{ provider: ChannelProvider } | { outcome: SendOutcome }> {
+    if (given && send.connectionId !== undefined) return { provider: given };
+    let current;
+    try {
+      current = await this.deps.providers.resolveWithConnection(send.accountId, send.channel);
+    } catch (err) {
+      // The caller chose its provider already; only which connection it is stays unknown.
+      if (given) return { provider: given };
+      const reason = err instanceof Error ? err.message : String(err);
+      // Not connected with the sandbox off, or credentials that cannot be read: for good.
+      // Anything else (the database busy, a pool timeout) may pass: tried again later.
+      if (!(err instanceof AppError && err.status === 422))
+        return { outcome: { status: 'retry', reason: `choosing the provider failed: ${reason}` } };
+      if (send.connectionId)
+        return { outcome: { status: 'failed', reason: disconnected(send.channel) } };
+      return { outcome: { status: 'failed', reason } };
+    }
+    if (given) {
+      if (current.provider === given) send.connectionId = current.connectionId;
+      return { provider: given };
+    }
+    if (send.connectionId !== undefined && current.connectionId !== send.connectionId) {
+      const reason =
+        current.connectionId === null
+          ? disconnected(send.channel)
+          : `the ${send.channel} channel was connected anew before the message could be sent; it was queued for another connection`;
+      return { outcome: { status: 'failed', reason } };
+    }
+    send.connectionId = current.connectionId;
+    return { provider: current.provider };
+  }
+
+  /** Whether the send's claim holds long enough for one more provider call (half a lease). */
+  private leaseLasts(send: QueuedSend): boolean {
+    return send.lease.getTime() - this.deps.clock.now().getTime() > this.leaseMs() / 2;
+  }
+
+  private readonly renewals = new WeakMap<QueuedSend, Promise<boolean>>();
+
+  /**
+   * Moves the send's claim a lease ahead, only while it is still held (one renewal at a time
+   * per send); false when it was lost.
+   */
+  private renewLease(send: QueuedSend): Promise<boolean> {
+    let renewal = this.renewals.get(send);
+    if (!renewal) {
+      const until = new Date(this.deps.clock.now().getTime() + this.leaseMs());
+      renewal = this.deps.jobs
+        .extend(this.deps.db, send.accountId, send.jobId, send.lease, until)
+        .then(
+          (held) => {
+            if (held) send.lease = until;
+            return held;
+          },
+          // A failed renewal keeps the claim as it was: the calls go on while it lasts.
+          () => send.lease.getTime() > this.deps.clock.now().getTime(),
+        )
+        .finally(() => this.renewals.delete(send));
+      this.renewals.set(send, renewal);
+    }
+    return renewal;
+  }
+
+  private leaseMs(): number {
+    return this.deps.leaseMs ?? SEND_LEASE_MS;
   }
 
   /** What one attempt's answers mean for its messages and its job. */
@@ -239,6 +331,10 @@ export class SendPipeline {
         done: false,
         retryAt: new Date(now.getTime() + p.retry.afterMs),
         error: p.retry.error,
+        // The next attempts go to the connection this one used, or to none.
+        ...(p.send.connectionId !== undefined
+          ? { payload: { connection_id: p.send.connectionId } }
+          : {}),
       });
     }
     return changedRows(plans, changedById);
@@ -304,6 +400,10 @@ function onlyAccepted(plan: RecordPlan): boolean {
       (o) => o.status === 'accepted' && (o.simulatedReports ?? []).length === 0,
     )
   );
+}
+
+function disconnected(channel: Channel): string {
+  return `the ${channel} channel was disconnected before the message could be sent`;
 }
 
 function byAccount(plans: RecordPlan[]): Map<string, RecordPlan[]> {

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { inject } from 'vitest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ChannelProvider } from '../../src/channels/channel.js';
+import type { ChannelProvider, ResolvedProvider } from '../../src/channels/channel.js';
 import { ConnectionsRepository } from '../../src/channels/connections/connections.repository.js';
 import { WebchatRepository } from '../../src/channels/webchat/webchat.repository.js';
 import { ConnectionsService } from '../../src/channels/connections/connections.service.js';
@@ -480,7 +480,7 @@ describe('a refusal reported later', () => {
     const acc = await newAccount(t);
     const first = (await put(acc, 'whatsapp', whatsappBody())).json<Record<string, unknown>>();
     const said = '(#190) Error validating access token: Session has expired';
-    await t.services.connections.recordRefusal(acc.accountId, 'whatsapp', said);
+    await t.services.connections.recordRefusal((await row(acc.accountId, 'whatsapp'))!, said);
     const res = await acc.call({ method: 'GET', url: '/v1/channels/whatsapp' });
     expect(res.json()).toEqual({
       ...first,
@@ -490,9 +490,46 @@ describe('a refusal reported later', () => {
     });
     const again = await put(acc, 'whatsapp', whatsappBody());
     expect(again.json()).toMatchObject({ id: first.id, status: 'active', error: null });
-    // Nothing to mark on an unconnected channel.
-    await t.services.connections.recordRefusal(acc.accountId, 'messenger', said);
-    expect(await row(acc.accountId, 'messenger')).toBeUndefined();
+  });
+
+  it('of credentials replaced since (or of a connection gone) marks nothing; of the current ones, it does', async () => {
+    const acc = await newAccount(t);
+    const message = {
+      accountId: acc.accountId,
+      messageId: 'msg_late_refusal',
+      channel: 'whatsapp' as const,
+      to: { contactId: 'con_1', phone: '+14155550190', identity: '14155550190' },
+      type: 'text' as const,
+      content: 'hi',
+      template: null,
+      media: null,
+    };
+    const SEND = { method: 'POST', resource: `${WA.phone_number_id}/messages` };
+    expectStatus(await put(acc, 'whatsapp', whatsappBody()), 200);
+    // The provider built from the first credentials, as a send in flight holds it.
+    const before = await t.services.resolver.resolve(acc.accountId, 'whatsapp');
+    expectStatus(await put(acc, 'whatsapp', whatsappBody()), 200);
+    // Graph refuses the old call's token after the credentials were replaced: not the new ones'.
+    graph.failNext(SEND, 1, META_ERRORS.expiredToken);
+    expect(await before.send(message)).toMatchObject({ status: 'failed' });
+    expect(await row(acc.accountId, 'whatsapp')).toMatchObject({ status: 'active', error: null });
+
+    // The current provider's refusal is recorded.
+    const current = await t.services.resolver.resolve(acc.accountId, 'whatsapp');
+    expect(current).not.toBe(before);
+    graph.failNext(SEND, 1, META_ERRORS.expiredToken);
+    await current.send(message);
+    expect(await row(acc.accountId, 'whatsapp')).toMatchObject({
+      status: 'error',
+      error: expect.stringContaining('(#190)') as string,
+    });
+
+    // Disconnected and connected anew: a refusal of the old connection's token marks nothing.
+    const old = (await row(acc.accountId, 'whatsapp'))!;
+    expectStatus(await acc.call({ method: 'DELETE', url: '/v1/channels/whatsapp' }), 200);
+    expectStatus(await put(acc, 'whatsapp', whatsappBody()), 200);
+    await t.services.connections.recordRefusal(old, '(#190) late');
+    expect(await row(acc.accountId, 'whatsapp')).toMatchObject({ status: 'active', error: null });
   });
 });
 
@@ -702,7 +739,7 @@ describe('the provider resolver', () => {
   const token = (p: ChannelProvider) => (p as unknown as { token?: string }).token;
 
   function resolverOn(opts: {
-    cache: ReadCache<ChannelProvider>;
+    cache: ReadCache<ResolvedProvider>;
     sandboxEnabled?: boolean;
     secretBox?: SecretBox | null;
     overrides?: Partial<Record<'whatsapp', ChannelProvider>>;
@@ -728,7 +765,7 @@ describe('the provider resolver', () => {
 
   it('builds each connection’s provider once, and every process hears of changes', async () => {
     // A second process on the same database: its own cache, kept by its own change feed.
-    const cache = new ReadCache<ChannelProvider>({ maxEntries: 100, ttlMs: 60_000 });
+    const cache = new ReadCache<ResolvedProvider>({ maxEntries: 100, ttlMs: 60_000 });
     const feed = new CacheFeed({
       url: inject('databaseUrl'),
       log: { info: () => undefined, warn: () => undefined },
@@ -794,7 +831,7 @@ describe('the provider resolver', () => {
 
   it('forgets at once what its own process changed', async () => {
     // No change feed at all: only the service's own invalidation can tell this cache.
-    const cache = new ReadCache<ChannelProvider>({ maxEntries: 100, ttlMs: 60_000 });
+    const cache = new ReadCache<ResolvedProvider>({ maxEntries: 100, ttlMs: 60_000 });
     cache.setEnabled(true);
     const resolver = resolverOn({ cache });
     const service = new ConnectionsService({
@@ -821,7 +858,7 @@ describe('the provider resolver', () => {
   });
 
   it('without the sandbox, refuses an unconnected channel with a 422 naming it', async () => {
-    const cache = new ReadCache<ChannelProvider>({ maxEntries: 100, ttlMs: 60_000 });
+    const cache = new ReadCache<ResolvedProvider>({ maxEntries: 100, ttlMs: 60_000 });
     const resolver = resolverOn({ cache, sandboxEnabled: false });
     const acc = await newAccount(t);
     await expect(resolver.resolve(acc.accountId, 'instagram')).rejects.toMatchObject({
@@ -834,7 +871,7 @@ describe('the provider resolver', () => {
   });
 
   it('refuses a connection whose provider it cannot build, or whose secrets it cannot open', async () => {
-    const cache = new ReadCache<ChannelProvider>({ maxEntries: 100, ttlMs: 60_000 });
+    const cache = new ReadCache<ResolvedProvider>({ maxEntries: 100, ttlMs: 60_000 });
     const acc = await newAccount(t);
     expectStatus(await put(acc, 'whatsapp', whatsappBody()), 200);
     expectStatus(await put(acc, 'messenger', { provider: 'messenger', ...MESSENGER }), 200);
@@ -854,7 +891,7 @@ describe('the provider resolver', () => {
   });
 
   it('lets a test override win over the connection and the sandbox', async () => {
-    const cache = new ReadCache<ChannelProvider>({ maxEntries: 100, ttlMs: 60_000 });
+    const cache = new ReadCache<ResolvedProvider>({ maxEntries: 100, ttlMs: 60_000 });
     const fake: ChannelProvider = { name: 'whatsapp_cloud', send: (m, s) => sandbox.send(m, s) };
     const resolver = resolverOn({ cache, sandboxEnabled: false, overrides: { whatsapp: fake } });
     const acc = await newAccount(t);

@@ -69,19 +69,28 @@ export class ConnectionsRepository {
       .executeTakeFirstOrThrow();
   }
 
-  /** The provider refused the stored credentials (an expired token): shown until reconnected. */
+  /**
+   * The provider refused the credentials a call was made with (an expired token): shown until
+   * reconnected. Only while the connection still holds those credentials: a refusal of the old
+   * token that arrives after they were replaced (or the channel connected anew) marks nothing.
+   */
   async markRefused(
     accountId: string,
-    channel: Channel,
+    refused: { id: string; secrets: Buffer | null },
     error: string,
     now: Date,
   ): Promise<boolean> {
-    const r = await this.db
+    let q = this.db
       .updateTable('channel_connections')
       .set({ status: 'error', error, updated_at: now })
       .where('account_id', '=', accountId)
-      .where('channel', '=', channel)
-      .executeTakeFirst();
+      .where('id', '=', refused.id);
+    // Sealed with a fresh nonce each time: equal bytes are the very credentials refused.
+    q =
+      refused.secrets === null
+        ? q.where('secrets', 'is', null)
+        : q.where('secrets', '=', refused.secrets);
+    const r = await q.executeTakeFirst();
     return r.numUpdatedRows > 0n;
   }
 

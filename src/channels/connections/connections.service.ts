@@ -188,18 +188,23 @@ export class ConnectionsService {
   }
 
   /**
-   * For the providers: the provider refused the credentials of a connection (an expired or
-   * revoked token), which then shows `status: "error"` and the provider's words until the
-   * channel is connected again. `error` must not contain a secret.
+   * For the providers: the provider refused the credentials a call was made with (an expired or
+   * revoked token); the connection then shows `status: "error"` and the provider's words until
+   * the channel is connected again. `connection` is the row the provider was built from: a
+   * refusal that arrives after its credentials were replaced changes nothing. `error` must not
+   * contain a secret.
    */
-  async recordRefusal(accountId: string, channel: Channel, error: string): Promise<void> {
+  async recordRefusal(
+    connection: Pick<ConnectionRow, 'account_id' | 'id' | 'channel' | 'secrets'>,
+    error: string,
+  ): Promise<void> {
     const marked = await this.deps.connections.markRefused(
-      accountId,
-      channel,
+      connection.account_id,
+      connection,
       error.slice(0, 1000),
       this.deps.clock.now(),
     );
-    if (marked) this.deps.changed(accountId, channel);
+    if (marked) this.deps.changed(connection.account_id, connection.channel);
   }
 
   private toConnection(row: ConnectionRow): Connection {

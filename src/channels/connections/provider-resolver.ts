@@ -1,7 +1,7 @@
 import type { ReadCache } from '../../db/read-cache.js';
 import type { Channel, ConnectionProvider } from '../../db/schema.js';
 import { AppError } from '../../errors.js';
-import type { ChannelProvider, ProviderResolver } from '../channel.js';
+import type { ChannelProvider, ProviderResolver, ResolvedProvider } from '../channel.js';
 import type { ConnectionRow, ConnectionsRepository } from './connections.repository.js';
 import type { SecretBox } from './secret-box.js';
 
@@ -34,19 +34,23 @@ export class ConnectionProviderResolver implements ProviderResolver {
       sandboxEnabled: boolean;
       factories: Partial<Record<ConnectionProvider, ProviderFactory>>;
       /** Subscribed to CONNECTION_TOPIC on the cache feed; keyed by connectionCacheKey. */
-      cache: ReadCache<ChannelProvider>;
+      cache: ReadCache<ResolvedProvider>;
       /** Tests only: these channels use these providers, whatever is connected. */
       overrides?: Partial<Record<Channel, ChannelProvider>>;
     },
   ) {}
 
   async resolve(accountId: string, channel: Channel): Promise<ChannelProvider> {
+    return (await this.resolveWithConnection(accountId, channel)).provider;
+  }
+
+  async resolveWithConnection(accountId: string, channel: Channel): Promise<ResolvedProvider> {
     const override = this.deps.overrides?.[channel];
-    if (override) return override;
-    const provider = await this.deps.cache.get(connectionCacheKey(accountId, channel), () =>
+    if (override) return { provider: override, connectionId: null };
+    const resolved = await this.deps.cache.get(connectionCacheKey(accountId, channel), () =>
       this.load(accountId, channel),
     );
-    if (provider) return provider;
+    if (resolved) return resolved;
     throw new AppError(
       'validation_error',
       `the ${channel} channel is not connected; connect it with PUT /v1/channels/${channel}`,
@@ -61,9 +65,12 @@ export class ConnectionProviderResolver implements ProviderResolver {
   }
 
   /** The provider, or undefined (not kept) when the channel has none. */
-  private async load(accountId: string, channel: Channel): Promise<ChannelProvider | undefined> {
+  private async load(accountId: string, channel: Channel): Promise<ResolvedProvider | undefined> {
     const row = await this.deps.connections.findByChannel(accountId, channel);
-    if (!row) return this.deps.sandboxEnabled ? this.deps.sandbox : undefined;
+    if (!row)
+      return this.deps.sandboxEnabled
+        ? { provider: this.deps.sandbox, connectionId: null }
+        : undefined;
     const factory = this.deps.factories[row.provider];
     if (!factory) {
       throw new AppError(
@@ -73,7 +80,7 @@ export class ConnectionProviderResolver implements ProviderResolver {
         [{ field: 'channel', issue: `no ${row.provider} provider in this service` }],
       );
     }
-    return factory({ row, secrets: this.open(row) });
+    return { provider: factory({ row, secrets: this.open(row) }), connectionId: row.id };
   }
 
   private open(row: ConnectionRow): Record<string, string> {
