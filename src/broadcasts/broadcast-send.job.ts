@@ -9,7 +9,10 @@ const SLICE_MS = 2_000;
  */
 const IN_FLIGHT = 2;
 
-/** Sends a broadcast batch by batch, pacing batches to the channel's rate when one is set. */
+/**
+ * Sends a broadcast batch by batch, pacing batches to the channel's rate when one is set (shared by
+ * the account's broadcasts on that channel).
+ */
 export function broadcastSendJob(broadcasts: BroadcastsService): JobHandler<'broadcast.send'> {
   return {
     kind: 'broadcast.send',
@@ -20,7 +23,8 @@ export function broadcastSendJob(broadcasts: BroadcastsService): JobHandler<'bro
       if (!channel) return { status: 'done' };
       const interval = broadcasts.batchIntervalMs(channel);
       if (interval > 0) {
-        // Paced: one batch per run, the next when the channel's rate allows.
+        // Paced: one batch per run, the next when the channel's rate allows. The rate is the
+        // connection's: broadcasts on one channel of an account take turns at it.
         const batchStarted = performance.now();
         const sent = await broadcasts.sendNextBatch(job.accountId, id);
         if (sent === 'done') return { status: 'done' };

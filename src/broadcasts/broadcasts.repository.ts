@@ -1,6 +1,6 @@
 import { sql, type Selectable } from 'kysely';
 import type { Db, Tx } from '../db/database.js';
-import type { BroadcastAudience, BroadcastStatus, BroadcastsTable } from '../db/schema.js';
+import type { BroadcastAudience, BroadcastStatus, BroadcastsTable, Channel } from '../db/schema.js';
 import { offsetOf, type PageRequest } from '../http/pagination.js';
 
 export type BroadcastRow = Selectable<BroadcastsTable>;
@@ -199,6 +199,41 @@ export class BroadcastsRepository {
       .where('contact_id', '=', (eb) => eb.fn.any(eb.val(contactIds)))
       .execute();
     return new Set(rows.map((r) => r.contact_id));
+  }
+
+  /**
+   * Takes the account's channel for one batch when it is free (`next_at` reached, give or take
+   * `slackMs` of timer lateness): it is then held until `intervalMs` after it was free, so that
+   * the broadcasts on one connection share its rate, whichever process sends them. In the batch's
+   * transaction: a batch rolled back gives its turn back. Answers 0 when taken, else how long to
+   * wait: until `slackMs` before it is free, so that a waiting broadcast comes due before the one
+   * holding it (whose next batch is due when it is free) and broadcasts take turns.
+   */
+  async takePacingSlot(
+    trx: Tx,
+    accountId: string,
+    channel: Channel,
+    now: Date,
+    intervalMs: number,
+    slackMs = 20,
+  ): Promise<number> {
+    const next = new Date(now.getTime() + intervalMs);
+    const free = new Date(now.getTime() + slackMs);
+    const taken = await sql<{ next_at: Date }>`
+      INSERT INTO channel_pacing AS p (account_id, channel, next_at)
+      VALUES (${accountId}, ${channel}, ${next})
+      ON CONFLICT (account_id, channel)
+      DO UPDATE SET next_at = greatest(p.next_at, ${now}) + make_interval(secs => ${intervalMs / 1000})
+      WHERE p.next_at <= ${free}
+      RETURNING p.next_at`.execute(trx);
+    if (taken.rows.length > 0) return 0;
+    const held = await trx
+      .selectFrom('channel_pacing')
+      .select('next_at')
+      .where('account_id', '=', accountId)
+      .where('channel', '=', channel)
+      .executeTakeFirst();
+    return held ? Math.max(1, held.next_at.getTime() - now.getTime() - slackMs) : 1;
   }
 
   /**

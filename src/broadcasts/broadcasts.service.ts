@@ -304,6 +304,20 @@ export class BroadcastsService {
         return 'done';
       }
 
+      // Paced: the account's channel is taken for this batch's interval, or the batch waits its
+      // turn (broadcasts on one connection share its rate).
+      const interval = this.batchIntervalMs(b.channel);
+      if (interval > 0) {
+        const waitMs = await this.deps.broadcasts.takePacingSlot(
+          trx,
+          accountId,
+          b.channel,
+          now,
+          interval,
+        );
+        if (waitMs > 0) return { waitMs };
+      }
+
       // Nobody is messaged twice: a contact already a recipient is skipped (and the recipient
       // key fails the batch should one become so meanwhile).
       const already = await this.deps.broadcasts.recipientsAmong(

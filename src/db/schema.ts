@@ -227,6 +227,13 @@ export interface BroadcastMessage {
   template_params?: string[];
 }
 
+/** When a batch may next start on an account's channel (paced broadcasts share the rate). */
+export interface ChannelPacingTable {
+  account_id: string;
+  channel: Channel;
+  next_at: Timestamp;
+}
+
 export interface BroadcastsTable {
   account_id: string;
   id: string;
@@ -332,6 +339,7 @@ export interface Tables {
   inbound_webhooks: InboundWebhooksTable;
   media: MediaTable;
   broadcasts: BroadcastsTable;
+  channel_pacing: ChannelPacingTable;
   broadcast_recipients: BroadcastRecipientsTable;
   broadcast_counters: BroadcastCountersTable;
   webhooks: WebhooksTable;

@@ -693,6 +693,44 @@ describe('pacing', () => {
     expect(await getBroadcast(acc, b.id)).toMatchObject({ status: 'sent', stats: { sent: 5 } });
   });
 
+  it('two broadcasts on one channel share its rate: together 2 messages a second, not 2 each', async () => {
+    const acc = await newAccount(paced);
+    for (let i = 0; i < 4; i++) await createContact(acc, { tags: ['a'] });
+    for (let i = 0; i < 4; i++) await createContact(acc, { tags: ['b'] });
+    const first = await createBroadcast(acc, { audience: { tags: ['a'] }, channel: 'webchat' });
+    const second = await createBroadcast(acc, { audience: { tags: ['b'] }, channel: 'webchat' });
+    const runner = runnerOf(paced);
+    const sent = async () =>
+      (await recipientsOf(paced.db, acc.accountId, first.id)).length +
+      (await recipientsOf(paced.db, acc.accountId, second.id)).length;
+    const thaw = freezeClock(paced.clock);
+    try {
+      await runner.drain();
+      expect(await sent()).toBe(2);
+      // The other broadcast waits for the channel, due when it is free.
+      const jobs = await jobsOf(paced.db, acc.accountId);
+      expect(jobs).toHaveLength(2);
+      for (const job of jobs)
+        expect(job.run_at.getTime()).toBeGreaterThan(paced.clock.now().getTime());
+      for (let second = 1; second <= 3; second++) {
+        paced.clock.advance(1000);
+        await runner.drain();
+        expect(await sent()).toBe(2 + 2 * second);
+      }
+      // Another account's channel is its own.
+      const other = await newAccount(paced);
+      for (let i = 0; i < 2; i++) await createContact(other, { tags: ['a'] });
+      const theirs = await createBroadcast(other, {
+        audience: { tags: ['a'] },
+        channel: 'webchat',
+      });
+      await runnerOf(paced).drain();
+      expect(await recipientsOf(paced.db, other.accountId, theirs.id)).toHaveLength(2);
+    } finally {
+      thaw();
+    }
+  });
+
   it('a channel without a rate sends a whole batch in one go', async () => {
     const acc = await newAccount(paced);
     const tpl = await createTemplate(acc, 'Hi', 'approved');
