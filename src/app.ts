@@ -50,6 +50,7 @@ import { GraphClient } from './channels/meta/graph-client.js';
 import { InboundWebhooksRepository } from './channels/inbound/inbound.repository.js';
 import { inboundWebhookRoutes } from './channels/inbound/inbound.routes.js';
 import { InboundWebhooksService } from './channels/inbound/inbound.service.js';
+import { contactProfileJob } from './channels/inbound/contact-profile.job.js';
 import { inboundWebhookJob } from './channels/inbound/inbound.job.js';
 import { MediaRepository } from './media/media.repository.js';
 import { mediaRoutes } from './media/media.routes.js';
@@ -347,6 +348,8 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
           r instanceof AppError ? r : ('recorded' as const),
         ),
       knowsIdentity: (scope, who) => messages.knowsIdentity(scope, who),
+      nameIdentity: (scope, who) =>
+        contacts.nameIdentityIfUnnamed(scope, who.channel, who.identity, who.name),
       applyStatusUpTo: (scope, report) => messages.applyStatusUpTo(scope, report),
       applyProviderStatusMany: (scope, updates) => messages.applyProviderStatusMany(scope, updates),
       applyProviderStatus: async (scope, u) =>
@@ -391,6 +394,7 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     broadcastSendJob(broadcasts),
     messageSendJob(messages, messagesRepo),
     inboundWebhookJob(inbound),
+    contactProfileJob(inbound),
   ] as JobHandler[];
   return {
     accounts,

@@ -352,6 +352,46 @@ export class ContactsService {
     );
   }
 
+  /**
+   * Names the contact known on `channel` by `externalId` if it has no name yet (see
+   * `nameIfUnnamed`), the contact held meanwhile so that a merge cannot take the identity away
+   * between the lookup and the change. `unknown` when no contact has the identity.
+   */
+  async nameIdentityIfUnnamed(
+    scope: Scope,
+    channel: Channel,
+    externalId: string,
+    name: string,
+  ): Promise<'named' | 'unchanged' | 'unknown'> {
+    const trimmed = name.trim().slice(0, 200);
+    if (!isIdentityChannel(channel) || externalId.length < 1 || externalId.length > 256)
+      return 'unknown';
+    const held: { id?: string } = {};
+    try {
+      return await this.deps.tx.run(scope, async (trx) => {
+        const contact = await this.deps.contacts.lockByIdentity(
+          trx,
+          scope.accountId,
+          channel,
+          externalId,
+        );
+        if (!contact) return 'unknown';
+        if (trimmed === '') return 'unchanged';
+        held.id = contact.id;
+        const changed = await this.deps.contacts.nameIfUnnamed(
+          trx,
+          scope.accountId,
+          contact.id,
+          trimmed,
+          this.deps.clock.now(),
+        );
+        return changed ? 'named' : 'unchanged';
+      });
+    } finally {
+      if (held.id !== undefined) this.deps.cache.invalidate(`${scope.accountId} ${held.id}`);
+    }
+  }
+
   private newRow(accountId: string, phone: string | null, name: string | null): ContactRow {
     const now = this.deps.clock.now();
     return {

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { InboundSink, TemplateStatusReport } from '../../src/channels/inbound/inbound-sink.js';
+import { contactProfileJob } from '../../src/channels/inbound/contact-profile.job.js';
 import { inboundWebhookJob } from '../../src/channels/inbound/inbound.job.js';
 import { InboundWebhooksRepository } from '../../src/channels/inbound/inbound.repository.js';
 import { inboundWebhookRoutes } from '../../src/channels/inbound/inbound.routes.js';
@@ -45,7 +46,7 @@ export interface InboundHarness {
   testSink: TestMessagesSink;
   templateReports: { accountId: string; report: TemplateStatusReport }[];
   secretBox: SecretBox;
-  /** Runs the account's due channel.inbound jobs until none is left. */
+  /** Runs the account's due channel.inbound and contact.profile jobs until none is left. */
   drain(accountId: string): Promise<number>;
   close(): Promise<void>;
 }
@@ -79,6 +80,7 @@ export async function startInboundHarness(
       applyProviderStatus: (scope, u) => sink.current.applyProviderStatus(scope, u),
       applyProviderStatusMany: (scope, us) => sink.current.applyProviderStatusMany(scope, us),
       knowsIdentity: (scope, who) => sink.current.knowsIdentity(scope, who),
+      nameIdentity: (scope, who) => sink.current.nameIdentity(scope, who),
       applyStatusUpTo: (scope, r) => sink.current.applyStatusUpTo(scope, r),
     },
     templates: {
@@ -111,7 +113,7 @@ export async function startInboundHarness(
   await app.listen({ port: 0, host: '127.0.0.1' });
   const address = app.server.address() as { port: number };
 
-  const handler = inboundWebhookJob(inbound);
+  const handlers = [inboundWebhookJob(inbound), contactProfileJob(inbound)];
   const harness: InboundHarness = {
     t,
     graph,
@@ -128,7 +130,7 @@ export async function startInboundHarness(
         db: t.db,
         clock: t.clock,
         log: app.log,
-        handlers: [handler] as never,
+        handlers,
         accountId,
       }).drain();
     },

@@ -203,6 +203,20 @@ export class TestMessagesSink implements InboundSink {
     return this.identities.has(`${scope.accountId}|${who.channel}|${who.identity}`);
   }
 
+  async nameIdentity(
+    scope: Scope,
+    who: { channel: Channel; identity: string; name: string },
+  ): Promise<'named' | 'unchanged' | 'unknown'> {
+    const contactId = this.identities.get(`${scope.accountId}|${who.channel}|${who.identity}`);
+    if (contactId === undefined) return 'unknown';
+    const named = await this.db
+      .transaction()
+      .execute((trx) =>
+        this.contacts.nameIfUnnamed(trx, scope.accountId, contactId, who.name, this.clock.now()),
+      );
+    return named ? 'named' : 'unchanged';
+  }
+
   /** As the sink's contract says, message by message (the real one does it in one transaction). */
   async applyStatusUpTo(
     scope: Scope,

@@ -1,7 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { OutboundMessage } from '../../src/channels/channel.js';
-import { INBOUND_WAIT_DELAYS_MS } from '../../src/channels/inbound/inbound.service.js';
+import {
+  INBOUND_WAIT_DELAYS_MS,
+  PROFILE_RETRY_DELAYS_MS,
+} from '../../src/channels/inbound/inbound.service.js';
 import { PageMessagingProvider } from '../../src/channels/meta-pages/page-messaging.provider.js';
 import { templatesBypassWindow } from '../../src/channels/meta-pages/window.js';
 import { GraphClient } from '../../src/channels/meta/graph-client.js';
@@ -303,9 +306,9 @@ describe('Messenger webhooks (object "page")', () => {
     expect(await contactName(h, conn.accountId, m!.contact_id)).toBe('Known');
   });
 
-  it('a profile Graph cannot read now holds the message back; one refused for good records it unnamed', async () => {
+  it('a throttled profile lookup holds nothing back: the message is recorded unnamed at once, the name arrives from a later job', async () => {
     const later = person({ first_name: 'Grace', last_name: 'Hopper' });
-    h.graph.failNext({ method: 'GET', resource: later }, 1, META_ERRORS.apiService);
+    h.graph.failNext({ method: 'GET', resource: later }, 1, META_ERRORS.tooManyCalls);
     await deliverPage(
       h,
       conn,
@@ -314,20 +317,87 @@ describe('Messenger webhooks (object "page")', () => {
         fromPerson(later, conn.pageId, pageEvent.text('then')),
       ),
     );
-    // Both wait: the second is not recorded before the first.
-    expect(await inboundOf(h, conn.accountId)).toEqual([]);
-    h.t.clock.advance(INBOUND_WAIT_DELAYS_MS[0]!);
+    // Recorded at once, in order, without a name; one lookup so far.
+    const recorded = await inboundOf(h, conn.accountId);
+    expect(recorded.map((m) => m.content)).toEqual(['first', 'then']);
+    const contactId = recorded[0]!.contact_id;
+    expect(recorded[1]!.contact_id).toBe(contactId);
+    expect(await contactName(h, conn.accountId, contactId)).toBeNull();
+    expect(profileLookups(h, later)).toHaveLength(1);
+    const webhook = await h.t.db
+      .selectFrom('inbound_webhooks')
+      .select('processed_at')
+      .where('account_id', '=', conn.accountId)
+      .executeTakeFirstOrThrow();
+    expect(webhook.processed_at).not.toBeNull();
+
+    // The profile job, once due, names the contact: one more lookup, the last.
+    h.t.clock.advance(PROFILE_RETRY_DELAYS_MS[0]!);
     await h.drain(conn.accountId);
-    const held = await inboundOf(h, conn.accountId);
-    expect(held.map((m) => m.content).sort()).toEqual(['first', 'then']);
-    expect(await contactName(h, conn.accountId, held[0]!.contact_id)).toBe('Grace Hopper');
+    expect(await contactName(h, conn.accountId, contactId)).toBe('Grace Hopper');
     expect(profileLookups(h, later)).toHaveLength(2);
+    await deliverPage(h, conn, page(fromPerson(later, conn.pageId, pageEvent.text('again'))));
+    expect(profileLookups(h, later)).toHaveLength(2);
+  });
+
+  it('a profile job retries while Graph fails for a passing reason, never renames a contact named meanwhile, and gives up on a final refusal', async () => {
+    const flaky = person({ first_name: 'Alan', last_name: 'Turing' });
+    h.graph.failNext({ method: 'GET', resource: flaky }, 2, META_ERRORS.apiService);
+    await deliverPage(h, conn, page(fromPerson(flaky, conn.pageId, pageEvent.text('hi'))));
+    const [m] = await inboundOf(h, conn.accountId);
+    expect(await contactName(h, conn.accountId, m!.contact_id)).toBeNull();
+    h.t.clock.advance(PROFILE_RETRY_DELAYS_MS[0]!);
+    await h.drain(conn.accountId);
+    // The job's first attempt failed too: still unnamed, due again after the next delay.
+    expect(profileLookups(h, flaky)).toHaveLength(2);
+    expect(await contactName(h, conn.accountId, m!.contact_id)).toBeNull();
+    await h.t.db
+      .updateTable('contacts')
+      .set({ name: 'Named by a person' })
+      .where('account_id', '=', conn.accountId)
+      .where('id', '=', m!.contact_id)
+      .execute();
+    h.t.clock.advance(PROFILE_RETRY_DELAYS_MS[1]!);
+    await h.drain(conn.accountId);
+    expect(profileLookups(h, flaky)).toHaveLength(3);
+    expect(await contactName(h, conn.accountId, m!.contact_id)).toBe('Named by a person');
 
     const refused = person();
     h.graph.failNext({ method: 'GET', resource: refused }, 1, META_ERRORS.invalidParameter);
     await deliverPage(h, conn, page(fromPerson(refused, conn.pageId, pageEvent.text('second'))));
     const unnamed = (await inboundOf(h, conn.accountId)).find((x) => x.content === 'second')!;
     expect(await contactName(h, conn.accountId, unnamed.contact_id)).toBeNull();
+    h.t.clock.advance(PROFILE_RETRY_DELAYS_MS[0]!);
+    await h.drain(conn.accountId);
+    // Refused for good: no job, no second lookup.
+    expect(profileLookups(h, refused)).toHaveLength(1);
+    const jobs = await h.t.db
+      .selectFrom('jobs')
+      .select('kind')
+      .where('account_id', '=', conn.accountId)
+      .execute();
+    expect(jobs).toEqual([]);
+  });
+
+  it('keeps a new sender’s webhooks in order while their profile cannot be read', async () => {
+    const psid = person({ first_name: 'Ada', last_name: 'Byron' });
+    h.graph.failNext({ method: 'GET', resource: psid }, 1, META_ERRORS.rateLimitIssues);
+    const [one, two] = [mid(), mid()];
+    await postSignedWebhook(
+      conn.webhookUrl,
+      page(fromPerson(psid, conn.pageId, pageEvent.text('one', one))),
+      conn.appSecret,
+    );
+    await h.drain(conn.accountId);
+    h.t.clock.advance(1_000);
+    await deliverPage(h, conn, page(fromPerson(psid, conn.pageId, pageEvent.text('two', two))));
+    const recorded = await inboundOf(h, conn.accountId);
+    expect(recorded.map((m) => m.provider_message_id)).toEqual([one, two]);
+    // One lookup (throttled): the second webhook did not look the new sender up again.
+    expect(profileLookups(h, psid)).toHaveLength(1);
+    h.t.clock.advance(PROFILE_RETRY_DELAYS_MS[0]!);
+    await h.drain(conn.accountId);
+    expect(await contactName(h, conn.accountId, recorded[0]!.contact_id)).toBe('Ada Byron');
   });
 
   it('takes each mid once however often Meta sends it', async () => {

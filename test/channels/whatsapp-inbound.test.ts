@@ -349,6 +349,7 @@ describe('POST /channels/{id}/webhook: signature and durable storage', () => {
       applyProviderStatus: real.applyProviderStatus.bind(real),
       applyProviderStatusMany: real.applyProviderStatusMany.bind(real),
       knowsIdentity: real.knowsIdentity.bind(real),
+      nameIdentity: real.nameIdentity.bind(real),
       applyStatusUpTo: real.applyStatusUpTo.bind(real),
     };
     try {

@@ -156,6 +156,15 @@ export interface InboundSink {
    */
   knowsIdentity(scope: Scope, who: { channel: Channel; identity: string }): Promise<boolean>;
   /**
+   * Names the contact with this identity on the channel, if it has no name yet (a profile name
+   * looked up after its first message was recorded): `named`, `unchanged` (named already), or
+   * `unknown` when no contact has the identity (yet).
+   */
+  nameIdentity(
+    scope: Scope,
+    who: { channel: Channel; identity: string; name: string },
+  ): Promise<'named' | 'unchanged' | 'unknown'>;
+  /**
    * Moves forward, as applyProviderStatus does one by one (forward only, each with its event,
    * all in one transaction), every outbound message of the conversation on `channel` of the
    * contact with this identity that the provider has accepted (it has a provider message id),

@@ -22,6 +22,11 @@ export class InboundWebhooksRepository {
       .execute();
   }
 
+  /** Jobs that follow from processing a webhook (a sender's profile to look up later). */
+  async insertJobs(jobs: Insertable<JobsTable>[]): Promise<void> {
+    if (jobs.length > 0) await this.db.insertInto('jobs').values(jobs).execute();
+  }
+
   async find(accountId: string, id: string): Promise<InboundWebhookRow | undefined> {
     return this.db
       .selectFrom('inbound_webhooks')

@@ -69,6 +69,22 @@ const INLINE_LEASE_MS = 60_000;
 /** How many senders' looked-up names a process remembers (see `senderName`). */
 const NAMES_KEPT = 10_000;
 
+/**
+ * How long a new sender's profile lookup may hold their first message: past this (or on any
+ * failure) the message is recorded without a name and a `contact.profile` job looks it up.
+ */
+export const PROFILE_INLINE_MS = 2_000;
+
+/**
+ * When a `contact.profile` job runs: its first attempt after the first delay (or Graph's
+ * Retry-After), each further one after the next, while Graph throttles or fails for a passing
+ * reason (or the sender's first message is not recorded yet); past the last it gives up, logged,
+ * and the contact stays unnamed.
+ */
+export const PROFILE_RETRY_DELAYS_MS = [
+  5_000, 30_000, 120_000, 600_000, 1_800_000, 3_600_000, 3_600_000, 3_600_000,
+];
+
 /** Webhooks processed together at most (the job runner runs up to 32 at once). */
 const PROCESS_GROUP_MAX = 64;
 
@@ -112,8 +128,9 @@ export interface VerificationQuery {
  */
 export class InboundWebhooksService {
   /**
-   * `{connection id}\n{sender id}` → the name looked up for a new Messenger or Instagram sender,
-   * so that a sender whose first messages are processed together (or retried) is looked up once.
+   * `{connection id}\n{sender id}` → the name looked up for a new Messenger or Instagram sender
+   * (null: none, or left to a `contact.profile` job), so that a sender whose first messages are
+   * processed together (or retried) is looked up once, and given one job.
    */
   private readonly names = new Map<string, string | null>();
 
@@ -545,26 +562,12 @@ export class InboundWebhooksService {
           ? this.secretOf(connection, 'page_access_token')
           : null;
 
-    // Senders whose first message waits for their profile: their later ones wait too, in order.
-    const held = new Set<string>();
     for (const parsed of content.messages) {
       let message = parsed;
       if ('identity' in parsed.from) {
-        const identity = parsed.from.identity;
-        if (held.has(identity)) {
-          waiting.push(`${parsed.providerMessageId} after the earlier messages of ${identity}`);
-          continue;
-        }
-        const named = await this.senderName(scope, connection, token, identity, {
-          lastAttempt,
-          log,
-        });
-        if ('wait' in named) {
-          held.add(identity);
-          waiting.push(named.wait);
-          continue;
-        }
-        message = { ...parsed, from: { identity: parsed.from.identity, name: named.name } };
+        // Never waits: a name Graph cannot give now is left to a job, and the message recorded.
+        const name = await this.senderName(scope, connection, token, parsed.from.identity, log);
+        message = { ...parsed, from: { identity: parsed.from.identity, name } };
       }
       let recorded: Parameters<InboundSink['receive']>[1];
       try {
@@ -698,22 +701,24 @@ export class InboundWebhooksService {
   /**
    * The name to create a new Messenger or Instagram sender's contact with, looked up once with
    * the page token: only when no contact has their id yet, and remembered per connection and
-   * sender, so that their first messages (processed together, or retried) ask Graph once. A
-   * lookup Graph may answer later holds the message back (the webhook is retried); one refused
-   * for good records the message without a name.
+   * sender, so that their first messages (processed together, or retried) ask Graph once. The
+   * lookup may take PROFILE_INLINE_MS at most; should Graph throttle, fail for a passing reason or
+   * be slow, the message is recorded without a name at once (never held back, so a sender's
+   * messages are recorded in the order they come) and a `contact.profile` job, written first,
+   * looks the name up later (see nameSender). A lookup refused for good leaves the contact unnamed.
    */
   private async senderName(
     scope: { accountId: string },
     connection: ConnectionRow,
     token: string | null,
     identity: string,
-    ctx: { lastAttempt: boolean; log: FastifyBaseLogger },
-  ): Promise<{ name: string | null } | { wait: string }> {
+    log: FastifyBaseLogger,
+  ): Promise<string | null> {
     const key = `${connection.id}\n${identity}`;
     const remembered = this.names.get(key);
-    if (remembered !== undefined) return { name: remembered };
+    if (remembered !== undefined) return remembered;
     if (await this.deps.sink.knowsIdentity(scope, { channel: connection.channel, identity }))
-      return { name: null };
+      return null;
     let name: string | null = null;
     if (
       token !== null &&
@@ -724,20 +729,98 @@ export class InboundWebhooksService {
           channel: connection.channel,
           token,
           senderId: identity,
+          signal: AbortSignal.timeout(PROFILE_INLINE_MS),
         });
       } catch (err) {
         if (!(err instanceof GraphError)) throw err;
-        if (classifyGraphError(err) !== 'final' && !ctx.lastAttempt)
-          return { wait: `profile of sender ${identity}: ${err.describe()}` };
-        ctx.log.warn(
-          { identity, reason: err.describe() },
-          'sender profile not available; contact created without a name',
-        );
+        if (classifyGraphError(err) === 'final') {
+          log.warn(
+            { identity, reason: err.describe() },
+            'sender profile not available; contact created without a name',
+          );
+        } else {
+          // Written before the message is recorded: should this process die in between, the
+          // job still names the contact the webhook's retry records.
+          await this.deps.webhooks.insertJobs(
+            this.deps.jobs.rowsOf([
+              {
+                accountId: scope.accountId,
+                kind: 'contact.profile',
+                payload: { v: 1, connection_id: connection.id, identity },
+                delayMs: Math.max(err.retryAfterMs ?? 0, PROFILE_RETRY_DELAYS_MS[0]!),
+              },
+            ]),
+          );
+          log.info(
+            { identity, reason: err.describe() },
+            'sender profile not available now; message recorded without a name, name looked up later',
+          );
+        }
       }
     }
+    this.remember(key, name);
+    return name;
+  }
+
+  private remember(key: string, name: string | null): void {
     if (this.names.size >= NAMES_KEPT) this.names.delete(this.names.keys().next().value!);
     this.names.set(key, name);
-    return { name };
+  }
+
+  /**
+   * `contact.profile`: the name of a new Messenger or Instagram sender whose lookup failed when
+   * their first message was recorded, looked up with the connection's page token and given to
+   * their contact if it still has none. Retried on PROFILE_RETRY_DELAYS_MS while Graph throttles
+   * or fails for a passing reason, or while no contact has the identity yet (the message's
+   * recording may be retried); given up, logged, on a final refusal or past the last delay.
+   */
+  async nameSender(
+    accountId: string,
+    payload: { connection_id: string; identity: string },
+    attempt: number,
+  ): Promise<JobOutcome> {
+    const { identity } = payload;
+    const scope = { accountId };
+    const log = this.deps.log.child({ connection: payload.connection_id, identity });
+    const connection = await this.connectionById(payload.connection_id);
+    if (
+      !connection ||
+      connection.account_id !== accountId ||
+      (connection.provider !== 'messenger' && connection.provider !== 'instagram')
+    ) {
+      log.info('sender profile: the connection is gone; not looked up');
+      return { status: 'done' };
+    }
+    const channel = connection.provider;
+    const next = PROFILE_RETRY_DELAYS_MS[attempt];
+    const later = (why: string, hintMs: number | null = null): JobOutcome => {
+      if (next === undefined) {
+        log.warn({ reason: why }, 'sender profile: given up; the contact stays unnamed');
+        return { status: 'done' };
+      }
+      return { status: 'retry', afterMs: Math.max(next, hintMs ?? 0), error: why };
+    };
+    if (!(await this.deps.sink.knowsIdentity(scope, { channel, identity })))
+      return later('no contact has this identity yet');
+    const token = this.secretOf(connection, 'page_access_token');
+    if (token === null) return { status: 'done' };
+    let name: string | null;
+    try {
+      name = await lookUpSenderName(this.deps.graph, { channel, token, senderId: identity });
+    } catch (err) {
+      if (!(err instanceof GraphError)) throw err;
+      if (classifyGraphError(err) === 'final') {
+        log.warn({ reason: err.describe() }, 'sender profile refused; the contact stays unnamed');
+        return { status: 'done' };
+      }
+      return later(`profile of sender ${identity}: ${err.describe()}`, err.retryAfterMs);
+    }
+    this.remember(`${connection.id}\n${identity}`, name);
+    if (name === null) return { status: 'done' };
+    const result = await this.deps.sink.nameIdentity(scope, { channel, identity, name });
+    // Merged away or deleted between the two reads: nobody left to name.
+    if (result === 'unknown') log.info('sender profile: no contact has this identity any more');
+    return { status: 'done' };
   }
 
   private appSecretOf(connection: ConnectionRow): string | null {
