@@ -20,7 +20,14 @@ function makeAjv(coerceTypes: boolean | 'array'): Ajv {
 }
 
 const DATE_TIME =
-  /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.\d{1,9})?(?:[Zz]|([+-])(\d{2}):(\d{2}))$/;
+  /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:[Zz]|([+-])(\d{2}):(\d{2}))$/;
+
+/** The instants a date-time may name: those whose UTC form has a four-digit year. */
+export const EARLIEST_DATE_TIME = '0001-01-01T00:00:00Z';
+export const LATEST_DATE_TIME = '9999-12-31T23:59:59.999Z';
+const EARLIEST_S = Date.parse(EARLIEST_DATE_TIME) / 1000;
+const LATEST_S = Math.floor(Date.parse(LATEST_DATE_TIME) / 1000);
+const LATEST_NS = 999_000_000;
 
 function daysInMonth(year: number, month: number): number {
   if (month === 2) return year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0) ? 29 : 28;
@@ -29,7 +36,10 @@ function daysInMonth(year: number, month: number): number {
 
 /**
  * RFC 3339 date-times that name a real instant: offsets written `±hh:mm` (not `+05`), no 30
- * February, no leap second (JavaScript dates and PostgreSQL disagree on what 23:59:60 is).
+ * February, no leap second (JavaScript dates and PostgreSQL disagree on what 23:59:60 is), and
+ * an instant from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z once the offset is applied:
+ * beyond, its UTC form has no four-digit year (`+010000-01-01…`), which our responses and
+ * PostgreSQL cannot write back as it came.
  */
 export function isExistingDateTime(value: string): boolean {
   const m = DATE_TIME.exec(value);
@@ -45,8 +55,14 @@ export function isExistingDateTime(value: string): boolean {
   if (year < 1 || month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month))
     return false;
   if (hour > 23 || minute > 59 || second > 59) return false;
-  if (m[7] !== undefined && (Number(m[8]) > 23 || Number(m[9]) > 59)) return false;
-  return Number.isFinite(Date.parse(value));
+  if (m[8] !== undefined && (Number(m[9]) > 23 || Number(m[10]) > 59)) return false;
+  // Whole seconds and nanoseconds apart: a millisecond number would round a fraction such as
+  // .9999 of the last second down into range, where PostgreSQL rounds it up out of it.
+  const ms = Date.parse(m[7] === undefined ? value : value.replace(`.${m[7]}`, ''));
+  if (!Number.isFinite(ms)) return false;
+  const s = ms / 1000;
+  const ns = Number((m[7] ?? '').padEnd(9, '0'));
+  return s >= EARLIEST_S && (s < LATEST_S || (s === LATEST_S && ns <= LATEST_NS));
 }
 
 // Bodies are JSON and must have the right types; query strings and paths are text and are coerced.
@@ -124,11 +140,16 @@ export function describeValidation(errors: ErrorObject[], part: string | undefin
         const allowed = (e.params as { allowedValues: unknown[] }).allowedValues;
         return { field: path || where, issue: `must be one of ${allowed.map(String).join(', ')}` };
       }
-      case 'format':
+      case 'format': {
+        const format = String((e.params as { format: string }).format);
         return {
           field: path || where,
-          issue: `must be a valid ${String((e.params as { format: string }).format)}`,
+          issue:
+            format === 'date-time'
+              ? `must be an existing RFC 3339 date-time (offset as ±hh:mm) from ${EARLIEST_DATE_TIME} to ${LATEST_DATE_TIME}`
+              : `must be a valid ${format}`,
         };
+      }
       default:
         return { field: path || where, issue: e.message ?? 'is invalid' };
     }

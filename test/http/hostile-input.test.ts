@@ -1,6 +1,10 @@
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isExistingDateTime } from '../../src/http/validation.js';
+import {
+  EARLIEST_DATE_TIME,
+  isExistingDateTime,
+  LATEST_DATE_TIME,
+} from '../../src/http/validation.js';
 import { jsonDepth, MAX_JSON_DEPTH } from '../../src/http/input-guard.js';
 import {
   newAccount,
@@ -9,11 +13,13 @@ import {
   type TestAccount,
   type TestApp,
 } from '../helpers.js';
+import { connectWebchat, ORIGIN, SECRETS_KEY } from '../webchat/webchat-helpers.js';
 
 let t: TestApp;
 let acc: TestAccount;
 beforeAll(async () => {
-  t = await startTestApp();
+  // A secrets key lets a webchat widget be connected, for its visitors' date-time query.
+  t = await startTestApp({ config: { secretsKey: SECRETS_KEY } });
   acc = await newAccount(t);
 });
 afterAll(() => t.close());
@@ -260,6 +266,89 @@ describe('date-times', () => {
       '2026-12-01 10:00:00Z',
     ])
       expect(isExistingDateTime(bad), bad).toBe(false);
+  });
+
+  it(`name an instant from ${EARLIEST_DATE_TIME} to ${LATEST_DATE_TIME} once the offset is applied`, () => {
+    for (const ok of [
+      EARLIEST_DATE_TIME,
+      LATEST_DATE_TIME,
+      '0001-01-01T00:01:00+00:01',
+      '0001-01-01T05:30:00.000+05:30',
+      '9999-12-31T23:58:59.999-00:01',
+      '9999-12-31T23:59:59.999000000Z',
+      '9999-12-31T18:29:59.999-05:30',
+    ])
+      expect(isExistingDateTime(ok), ok).toBe(true);
+    for (const bad of [
+      '9999-12-31T23:59:59.999-00:01', // +010000-01-01T00:00:59.999Z
+      '9999-12-31T23:59:59-23:59',
+      '9999-12-31T23:59:59.9991Z', // PostgreSQL would round it to 10000-01-01
+      '9999-12-31T23:59:59.999000001Z',
+      '0001-01-01T00:00:00+00:01', // 0000-12-31T23:59:00Z
+      '0001-01-01T00:00:00.000+23:59',
+      '0001-01-01T05:29:59.999+05:30',
+    ])
+      expect(isExistingDateTime(bad), bad).toBe(false);
+  });
+
+  it('a scheduled_at beyond year 9999 once its offset is applied is a 422: no broadcast, a replay answers the 422, the list still answers', async () => {
+    const own = await newAccount(t);
+    const before = await rowCounts(own.accountId);
+    const body = (when: string) => ({
+      name: 'far',
+      channel: 'whatsapp',
+      audience: { all: true },
+      message: { type: 'text', content: 'hi' },
+      scheduled_at: when,
+    });
+    for (const when of [
+      '9999-12-31T23:59:59.999-00:01',
+      '9999-12-31T23:59:59.9995Z',
+      '0001-01-01T00:00:00+00:01',
+    ]) {
+      for (let attempt = 0; attempt < 2; attempt++) {
+        const res = await own.call({
+          method: 'POST',
+          url: '/v1/broadcasts',
+          headers: { 'idempotency-key': `far-${when}` },
+          payload: body(when),
+        });
+        // The second attempt replays the stored 422 (any status but 429 and 5xx is kept).
+        const error = expect422(res, 'scheduled_at');
+        expect(error.message).toContain(LATEST_DATE_TIME);
+      }
+    }
+    const after = await rowCounts(own.accountId);
+    expect({ ...after, idempotency_keys: 0 }).toEqual({ ...before, idempotency_keys: 0 });
+    const list = await own.call({ method: 'GET', url: '/v1/broadcasts' });
+    expect(list.statusCode, list.body).toBe(200);
+    expect(list.json().total).toBe(0);
+  });
+
+  it('a date-time in a query string out of range is a 422 too (the webchat visitor `since`)', async () => {
+    const own = await newAccount(t);
+    const widget = await connectWebchat(own);
+    const session = await t.app.inject({
+      method: 'POST',
+      url: `/webchat/v1/${widget.widget_key}/session`,
+      headers: { origin: ORIGIN },
+      payload: {},
+    });
+    expect(session.statusCode, session.body).toBe(200);
+    const headers = { origin: ORIGIN, authorization: `Bearer ${session.json().token as string}` };
+    const since = (value: string) =>
+      t.app.inject({
+        method: 'GET',
+        url: `/webchat/v1/${widget.widget_key}/messages?since=${encodeURIComponent(value)}`,
+        headers,
+      });
+    for (const bad of ['9999-12-31T23:59:59.999-00:01', '0001-01-01T00:00:00+00:01']) {
+      const res = await since(bad);
+      expect(res.statusCode, res.body).toBe(422);
+      expect(res.json().error.details).toEqual([{ field: 'since', issue: expect.any(String) }]);
+    }
+    const ok = await since(LATEST_DATE_TIME);
+    expect(ok.statusCode, ok.body).toBe(200);
   });
 
   it('a scheduled_at that does not exist is a 422 and creates no broadcast', async () => {
