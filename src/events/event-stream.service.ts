@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import { decodeTime } from 'ulid';
 import type { Clock } from '../clock.js';
 import type { Scope } from '../db/transactor.js';
@@ -79,23 +80,9 @@ export class EventStreamService {
   async openStream(
     scope: Scope,
     query: { types?: string; lastEventId?: string },
-  ): Promise<NodeJS.ReadableStream> {
-    const types = parseTypes(query.types);
-    const from = await this.resume(scope.accountId, query.lastEventId);
-    if (this.closing) throw new Unavailable('the server is shutting down', 1);
-    if (this.open.size >= this.limits.maxPerProcess) {
-      throw new TooManyStreams(
-        `this server holds ${this.limits.maxPerProcess} event streams, its most; retry shortly`,
-        503,
-      );
-    }
+  ): Promise<Readable> {
+    const { types, from } = await this.check(scope, query);
     const mine = this.perAccount.get(scope.accountId) ?? 0;
-    if (mine >= this.limits.maxPerAccount) {
-      throw new TooManyStreams(
-        `the account has ${this.limits.maxPerAccount} event streams open on this server, the most allowed; close one first`,
-        429,
-      );
-    }
     let lifetime: NodeJS.Timeout | null = null;
     const stream: EventStream = new EventStream({
       accountId: scope.accountId,
@@ -122,6 +109,32 @@ export class EventStreamService {
     }
     this.startTicker();
     return stream.output;
+  }
+
+  /**
+   * What opening a stream would answer, without opening one (`HEAD`): the same refusals (422,
+   * 429, 503), or where the stream would start.
+   */
+  async check(
+    scope: Scope,
+    query: { types?: string; lastEventId?: string },
+  ): Promise<{ types: readonly string[] | null; from: StreamPosition }> {
+    const types = parseTypes(query.types);
+    const from = await this.resume(scope.accountId, query.lastEventId);
+    if (this.closing) throw new Unavailable('the server is shutting down', 1);
+    if (this.open.size >= this.limits.maxPerProcess) {
+      throw new TooManyStreams(
+        `this server holds ${this.limits.maxPerProcess} event streams, its most; retry shortly`,
+        503,
+      );
+    }
+    if ((this.perAccount.get(scope.accountId) ?? 0) >= this.limits.maxPerAccount) {
+      throw new TooManyStreams(
+        `the account has ${this.limits.maxPerAccount} event streams open on this server, the most allowed; close one first`,
+        429,
+      );
+    }
+    return { types, from };
   }
 
   /** Ends every open stream and refuses new ones (server shutdown). */

@@ -59,12 +59,16 @@ export function eventsRoutes(app: FastifyInstance, streams: EventStreamService):
       },
     },
     handler: async (req, reply) => {
+      const query = {
+        types: req.query.events,
+        lastEventId: req.headers['last-event-id'] ?? req.query.last_event_id,
+      };
       let output;
       try {
-        output = await streams.openStream(req.scope, {
-          types: req.query.events,
-          lastEventId: req.headers['last-event-id'] ?? req.query.last_event_id,
-        });
+        // HEAD (which Fastify routes here too) answers what a GET would, but opens nothing:
+        // Fastify drains a HEAD's stream without ever ending it, and it would hold its place.
+        if (req.method === 'HEAD') await streams.check(req.scope, query);
+        else output = await streams.openStream(req.scope, query);
       } catch (err) {
         if (err instanceof TooManyStreams) reply.header('Retry-After', 5);
         throw err;
@@ -73,8 +77,14 @@ export function eventsRoutes(app: FastifyInstance, streams: EventStreamService):
         .type('text/event-stream; charset=utf-8')
         .header('Cache-Control', 'no-cache')
         .header('X-Accel-Buffering', 'no');
+      if (!output) return (reply as FastifyReply).send();
+      // The stream ends with the connection, whatever Fastify does with it (a client gone
+      // while the stream was being opened included).
+      const stream = output;
+      if (reply.raw.destroyed) stream.destroy();
+      else reply.raw.on('close', () => stream.destroy());
       // The stream is sent as it is written; the schema above only describes it.
-      return (reply as FastifyReply).send(output);
+      return (reply as FastifyReply).send(stream);
     },
   });
 }

@@ -1,3 +1,4 @@
+import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
 import pg from 'pg';
@@ -265,6 +266,47 @@ describe('GET /v1/events/stream', () => {
     await expect
       .poll(() => [t.services.eventFeed.subscriptions, t.services.eventStreams.openStreams])
       .toEqual([before, open]);
+  });
+
+  it('answers HEAD with the headers and opens nothing: 500 HEADs later, GET still streams', async () => {
+    const acc = await newAccount(t);
+    const open = t.services.eventStreams.openStreams;
+    const subscriptions = t.services.eventFeed.subscriptions;
+    const head = (path: string) =>
+      new Promise<http.IncomingMessage>((resolve, reject) => {
+        const req = http.request(`${base}${path}`, {
+          method: 'HEAD',
+          agent: false,
+          headers: { authorization: `Bearer ${acc.apiKey}` },
+        });
+        req.on('response', (res) => {
+          res.resume();
+          res.on('end', () => resolve(res));
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    // More than the 500 streams an account may hold open: each HEAD held one until restart.
+    for (let i = 0; i < 510; i += 30) {
+      const answers = await Promise.all(
+        Array.from({ length: Math.min(30, 510 - i) }, () => head('/v1/events/stream')),
+      );
+      for (const res of answers) {
+        expect(res.statusCode).toBe(200);
+        expect(res.headers['content-type']).toBe('text/event-stream; charset=utf-8');
+      }
+    }
+    expect(t.services.eventStreams.openStreams).toBe(open);
+    expect(t.services.eventFeed.subscriptions).toBe(subscriptions);
+    // It refuses what a GET would refuse, in the same words (the envelope is a GET's to read).
+    expect((await head('/v1/events/stream?events=nope')).statusCode).toBe(422);
+    const s = await stream(acc);
+    expect(s.status).toBe(200);
+    await s.until(() => s.retry !== null);
+    await record(t, acc.accountId, 'contact.created', fakeContact(1));
+    await s.until(() => s.messages.length === 1, 5_000, 'the event');
+    s.close();
+    await expect.poll(() => t.services.eventStreams.openStreams).toBe(open);
   });
 
   it('caps the streams one account holds open on a server (429 with Retry-After)', async () => {
