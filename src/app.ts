@@ -92,6 +92,7 @@ import { WebchatProvider } from './channels/webchat/webchat.provider.js';
 import { WebchatRepository } from './channels/webchat/webchat.repository.js';
 import { webchatRoutes, type WebchatLimits } from './channels/webchat/webchat.routes.js';
 import { WebchatService } from './channels/webchat/webchat.service.js';
+import { VisitorStreams } from './channels/webchat/visitor-stream.js';
 import { VisitorTokens } from './channels/webchat/visitor-token.js';
 import { widgetRoute } from './channels/webchat/widget.route.js';
 import { AppError } from './errors.js';
@@ -389,6 +390,7 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     wakeups: webchatWakeups,
     clock,
   });
+  const visitorStreams = new VisitorStreams({ webchat, limits: deps.webchatLimits });
   const jobHandlers = [
     sandboxStatusJob(messages),
     broadcastSendJob(broadcasts),
@@ -414,6 +416,7 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     eventFeed,
     eventStreams,
     webchat,
+    visitorStreams,
     jobHandlers,
     caches,
     metrics,
@@ -450,9 +453,11 @@ export async function buildApp(
     await services.inbound.settled();
     await services.graph.close();
   });
-  // Open event streams would keep close() waiting forever: they end first (clients reconnect).
+  // Open event and widget streams would keep close() waiting forever: they end first (clients
+  // reconnect).
   app.addHook('preClose', (done) => {
     services.eventStreams.closeAll();
+    services.visitorStreams.closeAll();
     done();
   });
   app.addHook('onClose', () => services.eventFeed.stop());
@@ -550,6 +555,7 @@ export async function buildApp(
     async (visitors) =>
       webchatRoutes(visitors, {
         webchat: services.webchat,
+        streams: services.visitorStreams,
         rateLimiter: deps.rateLimiter,
         limits: deps.webchatLimits,
       }),

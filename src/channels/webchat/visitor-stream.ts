@@ -1,90 +1,224 @@
 import type { ServerResponse } from 'node:http';
-import type { VisitorContext, WebchatService } from './webchat.service.js';
+import { Unavailable } from '../../errors.js';
+import type { StreamEnd, VisitorContext, WebchatService } from './webchat.service.js';
 
-/** Messages are read again from this long before the newest one sent (commits can land late). */
-const OVERLAP_MS = 10_000;
-const KEEPALIVE_MS = 20_000;
+/**
+ * How far apart the clocks of the processes that store messages may be: a message's
+ * `created_at` is its process's clock, and a stream's cursor the newest `created_at` it sent.
+ */
+export const CLOCK_TOLERANCE_MS = 30_000;
+/**
+ * Messages are read again from this long before the newest one sent: commits can land late
+ * (10 s), and a message stored by a process whose clock is behind carries an earlier time.
+ */
+const OVERLAP_MS = 10_000 + CLOCK_TOLERANCE_MS;
 /** While wake-ups from other processes do not arrive, a stream reads this often. */
 const POLL_MS = 1_000;
+
+export interface VisitorStreamLimits {
+  /** Open streams of one visitor in one process; one more ends the oldest (`replaced`). */
+  streamsPerVisitor?: number;
+  /** Open widget streams in one process; beyond, a 503 with Retry-After. */
+  streamsPerProcess?: number;
+  /** How often a stream sends `event: ping`, which the widget watches to tell it is alive. */
+  pingMs?: number;
+}
+
+/** Why a stream ends with an `end` event: the service's reasons, or a newer stream took its place. */
+export type EndReason = StreamEnd | 'replaced';
+
+/**
+ * The process's open widget streams: capped per visitor and per process, and all ended at
+ * shutdown (without an `end` event, so that each widget reconnects, to another process).
+ */
+export class VisitorStreams {
+  private readonly open = new Set<VisitorStream>();
+  /** Each visitor's open streams, oldest first. */
+  private readonly byVisitor = new Map<string, VisitorStream[]>();
+  private closing = false;
+  private readonly limits: Required<VisitorStreamLimits>;
+
+  constructor(private readonly deps: { webchat: WebchatService; limits?: VisitorStreamLimits }) {
+    this.limits = {
+      streamsPerVisitor: deps.limits?.streamsPerVisitor ?? 5,
+      streamsPerProcess: deps.limits?.streamsPerProcess ?? 20_000,
+      pingMs: deps.limits?.pingMs ?? 20_000,
+    };
+  }
+
+  /** Streams open in this process. */
+  get size(): number {
+    return this.open.size;
+  }
+
+  /** Refuses one more stream (503) beyond the process's cap or while shutting down. */
+  admit(): void {
+    if (this.closing) throw new Unavailable('the server is shutting down', 1);
+    if (this.open.size >= this.limits.streamsPerProcess)
+      throw new Unavailable(
+        `this server holds ${this.limits.streamsPerProcess} widget streams, its most; retry shortly`,
+        5,
+      );
+  }
+
+  /**
+   * Streams the visitor's conversation on `res`, whose headers are written, from `since` (see
+   * VisitorStream). The visitor's oldest stream ends (`replaced`) beyond its cap: a visitor's
+   * streams beyond a few are tabs left open or connections dead without a word, and the newest
+   * is the one they look at.
+   */
+  openStream(res: ServerResponse, ctx: VisitorContext, since: Date, origin: string): void {
+    const key = `${ctx.widget.accountId} ${ctx.visitor.id}`;
+    const mine = this.byVisitor.get(key) ?? [];
+    this.byVisitor.set(key, mine);
+    const stream: VisitorStream = new VisitorStream({
+      res,
+      webchat: this.deps.webchat,
+      ctx,
+      since,
+      origin,
+      pingMs: this.limits.pingMs,
+      onClosed: () => {
+        this.open.delete(stream);
+        const at = mine.indexOf(stream);
+        if (at >= 0) mine.splice(at, 1);
+        if (mine.length === 0 && this.byVisitor.get(key) === mine) this.byVisitor.delete(key);
+      },
+    });
+    this.open.add(stream);
+    mine.push(stream);
+    while (mine.length > this.limits.streamsPerVisitor) mine[0]!.end('replaced');
+    stream.start();
+  }
+
+  /** Ends every open stream and refuses new ones (server shutdown). */
+  closeAll(): void {
+    this.closing = true;
+    for (const stream of [...this.open]) stream.end();
+  }
+}
 
 /**
  * One open widget stream (Server-Sent Events): every message of the visitor's conversation
  * created from `since` on, as `event: message` with the message's creation time as its `id`,
  * so that EventSource's automatic reconnection (Last-Event-ID) resumes where it stopped. The
- * window read on each wake-up overlaps the last one; the widget keeps messages by id, so a
- * message sent twice shows once.
+ * window read on each wake-up overlaps the last one by OVERLAP_MS; the widget keeps messages
+ * by id, so a message sent twice shows once. Each wake-up first looks the widget and the
+ * visitor up again: a stream the visitor may no longer have ends with `event: end`.
  */
-export function openVisitorStream(
-  res: ServerResponse,
-  webchat: WebchatService,
-  start: VisitorContext,
-  since: Date,
-): void {
-  let ctx = start;
-  let cursor = since.getTime();
-  const sent = new Set<string>();
-  let closed = false;
-  let running = false;
-  let again = false;
-  let unsubscribe: () => void = () => undefined;
-  let key: string | null = null;
+class VisitorStream {
+  private ctx: VisitorContext;
+  /** Who the stream was opened as: a visitor no longer them must identify again. */
+  private readonly identifier: string | null;
+  private cursor: number;
+  private readonly sent = new Set<string>();
+  private closed = false;
+  private running = false;
+  private again = false;
+  private unsubscribe: () => void = () => undefined;
+  private key: string | null = null;
+  private timers: NodeJS.Timeout[] = [];
 
-  const write = (text: string) => {
-    if (!closed) res.write(text);
-  };
-  const subscribe = () => {
+  constructor(
+    private readonly o: {
+      res: ServerResponse;
+      webchat: WebchatService;
+      ctx: VisitorContext;
+      since: Date;
+      origin: string;
+      pingMs: number;
+      onClosed: () => void;
+    },
+  ) {
+    this.ctx = o.ctx;
+    this.identifier = o.ctx.visitor.identifier;
+    this.cursor = o.since.getTime();
+  }
+
+  start(): void {
+    this.o.res.on('close', () => this.closedDown());
+    this.subscribe();
+    // `retry`: EventSource reconnects after 1 s rather than its default 3 s.
+    this.write(`retry: 1000\nevent: ready\ndata: {}\n\n`);
+    this.wake();
+    // A named event, not a comment: the widget's script sees it, and reconnects when none came.
+    this.timers.push(
+      setInterval(() => this.write('event: ping\ndata: {}\n\n'), this.o.pingMs),
+      setInterval(() => {
+        if (!this.o.webchat.wakeups.live) this.wake();
+      }, POLL_MS),
+    );
+  }
+
+  /**
+   * Ends the stream: with an `end` event `{ reason }` when the widget must act on it rather
+   * than reconnect (see EndReason), or bare (shutdown), and EventSource reconnects.
+   */
+  end(reason?: EndReason): void {
+    if (this.closed) return;
+    if (reason) this.write(`event: end\ndata: ${JSON.stringify({ reason })}\n\n`);
+    this.o.res.end();
+    this.closedDown();
+  }
+
+  private closedDown(): void {
+    if (this.closed) return;
+    this.closed = true;
+    for (const timer of this.timers) clearInterval(timer);
+    this.unsubscribe();
+    this.o.onClosed();
+  }
+
+  private write(text: string): void {
+    if (!this.closed) this.o.res.write(text);
+  }
+
+  private subscribe(): void {
     // Before its first message an anonymous visitor has no contact: it listens under its own id
     // until it has one.
-    const next = ctx.visitor.contact_id ?? ctx.visitor.id;
-    if (next === key) return;
-    unsubscribe();
-    key = next;
-    unsubscribe = webchat.wakeups.subscribe(ctx.widget.accountId, next, wake);
-  };
-  const flush = async () => {
-    ctx = await webchat.refresh(ctx);
-    subscribe();
-    const messages = await webchat.messages(ctx, new Date(cursor - OVERLAP_MS));
+    const next = this.ctx.visitor.contact_id ?? this.ctx.visitor.id;
+    if (next === this.key) return;
+    this.unsubscribe();
+    this.key = next;
+    this.unsubscribe = this.o.webchat.wakeups.subscribe(this.ctx.widget.accountId, next, this.wake);
+  }
+
+  private async flush(): Promise<void> {
+    const now = await this.o.webchat.recheck(this.ctx, {
+      origin: this.o.origin,
+      identifier: this.identifier,
+    });
+    if (this.closed) return;
+    if (typeof now === 'string') return this.end(now);
+    this.ctx = now;
+    this.subscribe();
+    const messages = await this.o.webchat.messages(this.ctx, new Date(this.cursor - OVERLAP_MS));
     for (const m of messages) {
-      if (sent.has(m.id)) continue;
-      sent.add(m.id);
-      cursor = Math.max(cursor, Date.parse(m.created_at));
-      write(`id: ${m.created_at}\nevent: message\ndata: ${JSON.stringify(m)}\n\n`);
+      if (this.sent.has(m.id)) continue;
+      this.sent.add(m.id);
+      this.cursor = Math.max(this.cursor, Date.parse(m.created_at));
+      this.write(`id: ${m.created_at}\nevent: message\ndata: ${JSON.stringify(m)}\n\n`);
     }
-    if (sent.size > 1000) for (const id of [...sent].slice(0, 500)) sent.delete(id);
-  };
-  function wake(): void {
-    if (closed) return;
-    if (running) {
-      again = true;
+    if (this.sent.size > 1000) for (const id of [...this.sent].slice(0, 500)) this.sent.delete(id);
+  }
+
+  private readonly wake = (): void => {
+    if (this.closed) return;
+    if (this.running) {
+      this.again = true;
       return;
     }
-    running = true;
+    this.running = true;
     void (async () => {
       do {
-        again = false;
+        this.again = false;
         try {
-          await flush();
+          await this.flush();
         } catch {
           // The next wake-up or poll tries again; the widget reconnects if the stream ends.
         }
-      } while (again && !closed);
-      running = false;
+      } while (this.again && !this.closed);
+      this.running = false;
     })();
-  }
-
-  subscribe();
-  // `retry`: EventSource reconnects after 1 s rather than its default 3 s.
-  write(`retry: 1000\nevent: ready\ndata: {}\n\n`);
-  wake();
-  const keepalive = setInterval(() => write(': keep-alive\n\n'), KEEPALIVE_MS);
-  const poll = setInterval(() => {
-    if (!webchat.wakeups.live) wake();
-  }, POLL_MS);
-  res.on('close', () => {
-    closed = true;
-    clearInterval(keepalive);
-    clearInterval(poll);
-    unsubscribe();
-  });
+  };
 }

@@ -49,6 +49,29 @@ export class WebchatWakeups implements Invalidatable {
     }
   }
 
+  /**
+   * The connection topic's listener (`connection <account id> <channel>`, sent by the
+   * connections table's trigger on every insert, update and delete, whichever process made it):
+   * a change to an account's webchat connection wakes every stream of that account, which then
+   * looks its widget up again (a removed origin, a deleted connection, a rotated secret end it).
+   */
+  readonly connectionChanges: Invalidatable = {
+    invalidate: (key) => {
+      const [accountId, channel] = key.split(' ');
+      if (accountId && channel === 'webchat') this.wakeAccount(accountId);
+    },
+    clear: () => this.clear(),
+    // The webchat topic's own subscription says whether the feed listens.
+    setEnabled: () => undefined,
+  };
+
+  /** Wakes every stream of the account in this process (its webchat connection changed). */
+  wakeAccount(accountId: string): void {
+    const prefix = `${accountId} `;
+    for (const [key, set] of [...this.listeners])
+      if (key.startsWith(prefix)) for (const wake of [...set]) wake();
+  }
+
   /** Number of streams this process holds (metrics, tests). */
   get size(): number {
     let n = 0;

@@ -3,7 +3,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { AppError, Forbidden } from '../../errors.js';
 import { ErrorRef, NoQuery, Success } from '../../http/schemas.js';
-import { openVisitorStream } from './visitor-stream.js';
+import type { VisitorStreamLimits, VisitorStreams } from './visitor-stream.js';
 import {
   IdentifyBody,
   MessagesQuery,
@@ -18,7 +18,8 @@ import {
 import type { RateLimiter } from '../../http/rate-limiter.js';
 import type { VisitorContext, Widget, WebchatService } from './webchat.service.js';
 
-export interface WebchatLimits {
+/** The visitor endpoints' rate limits, and the caps of their streams. */
+export interface WebchatLimits extends VisitorStreamLimits {
   /** Requests per rolling minute from one address (IP), on every endpoint. */
   perAddress: number;
   /** Requests per rolling minute of one visitor, on every endpoint but the session start. */
@@ -64,9 +65,14 @@ const logSerializers = {
  */
 export async function webchatRoutes(
   app: FastifyInstance,
-  deps: { webchat: WebchatService; rateLimiter: RateLimiter; limits?: WebchatLimits },
+  deps: {
+    webchat: WebchatService;
+    streams: VisitorStreams;
+    rateLimiter: RateLimiter;
+    limits?: WebchatLimits;
+  },
 ): Promise<void> {
-  const { webchat, rateLimiter } = deps;
+  const { webchat, streams, rateLimiter } = deps;
   const limits = deps.limits ?? DEFAULT_WEBCHAT_LIMITS;
   const limit = async (key: string, max: number) => {
     const decision = await rateLimiter.hit(key, max);
@@ -193,11 +199,14 @@ export async function webchatRoutes(
       operationId: 'webchatStream',
       summary: "Server-Sent Events: the conversation's new messages, live",
       description:
-        'EventSource cannot send headers, so the visitor token is the `token` query parameter (kept out of the logs). Each `message` event carries a message; its `id` is the creation time, and a reconnection with `Last-Event-ID` resumes from it.',
+        'EventSource cannot send headers, so the visitor token is the `token` query parameter (kept out of the logs). Each `message` event carries a message; its `id` is the creation time, and a reconnection with `Last-Event-ID` resumes from it. `ping` every 20 s; `end` `{ reason }` (`gone`, `forbidden`, `identify`, `replaced`) before the service closes a stream the widget must not simply reconnect. At most 5 streams per visitor (a sixth ends the oldest, `replaced`); 503 with Retry-After when the server holds its most.',
       querystring: StreamQuery,
       response: {
-        200: Type.String({ description: '`text/event-stream`: `ready`, then `message` events.' }),
-        ...errors(),
+        200: Type.String({
+          description:
+            '`text/event-stream`: `ready`, then `message` events, `ping` events, and perhaps a last `end` event.',
+        }),
+        ...errors(503),
       },
     },
     logSerializers,
@@ -206,6 +215,7 @@ export async function webchatRoutes(
       webchat.requireIdentity(ctx);
       const resume = req.headers['last-event-id'];
       const since = parseSince(typeof resume === 'string' ? resume : req.query.since);
+      streams.admit();
       reply.hijack();
       reply.raw.writeHead(200, {
         ...(reply.getHeaders() as Record<string, string>),
@@ -215,7 +225,8 @@ export async function webchatRoutes(
         // Proxies (nginx) must pass events on as they come.
         'X-Accel-Buffering': 'no',
       });
-      openVisitorStream(reply.raw, webchat, ctx, since);
+      // The onRequest hook let only an allowed origin through.
+      streams.openStream(reply.raw, ctx, since, req.headers.origin!);
     },
   });
 }

@@ -147,7 +147,7 @@ export class WebchatService {
    * Every endpoint but the session start and identify calls this.
    */
   requireIdentity(ctx: VisitorContext): void {
-    if (ctx.widget.settings.identity_verification === 'required' && ctx.visitor.identifier === null)
+    if (!mayRead(ctx))
       throw new Forbidden(
         'this chat requires identity verification: call Switchboard.identify with an identifier_hash first',
       );
@@ -293,10 +293,32 @@ export class WebchatService {
     return { success: true };
   }
 
-  /** The visitor as it now stands (its contact may have been made since it authenticated). */
-  async refresh(ctx: VisitorContext): Promise<VisitorContext> {
-    const visitor = await this.deps.webchat.findVisitor(ctx.widget.accountId, ctx.visitor.id);
-    return visitor ? { ...ctx, visitor } : ctx;
+  /**
+   * An open stream's visitor and widget as they now stand (its contact may have been made or
+   * merged, the account may have changed the connection since the stream opened), or why the
+   * stream must end: `gone` when its key names no connected widget any more (webchat deleted,
+   * perhaps connected again under a new key) or the visitor is no more; `forbidden` when its
+   * origin is no longer allowed; `identify` when the visitor may no longer read (verification
+   * now required of an anonymous visitor) or is no longer who the stream was opened as (a
+   * rotated secret made them anonymous again, or they identified as someone else).
+   */
+  async recheck(
+    ctx: VisitorContext,
+    stream: { origin: string; identifier: string | null },
+  ): Promise<VisitorContext | StreamEnd> {
+    let widget: Widget;
+    try {
+      widget = await this.widget(ctx.widget.settings.widget_key);
+    } catch (err) {
+      if (err instanceof AppError && err.code === 'not_found') return 'gone';
+      throw err;
+    }
+    if (!widget.settings.allowed_origins.includes(stream.origin)) return 'forbidden';
+    const visitor = await this.deps.webchat.findVisitor(widget.accountId, ctx.visitor.id);
+    if (!visitor) return 'gone';
+    if (stream.identifier !== null && visitor.identifier !== stream.identifier) return 'identify';
+    const now = { widget, visitor };
+    return mayRead(now) ? now : 'identify';
   }
 
   private session(widget: Widget, visitor: StoredVisitor): Session {
@@ -361,6 +383,16 @@ export class WebchatService {
       throw new AppError('not_found', 'webchat is not available without SECRETS_KEY');
     return this.deps.tokens;
   }
+}
+
+/** Why the service ends an open stream (see WebchatService.recheck). */
+export type StreamEnd = 'gone' | 'forbidden' | 'identify';
+
+/** Whether the widget's identity verification lets this visitor read and write. */
+function mayRead(ctx: VisitorContext): boolean {
+  return (
+    ctx.widget.settings.identity_verification !== 'required' || ctx.visitor.identifier !== null
+  );
 }
 
 /** A visitor's message id towards `receive`: one per visitor and client id. */
