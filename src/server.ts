@@ -8,6 +8,7 @@ import { createDb, migrate, type Db } from './db/database.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './db/embedded/index.js';
 import { MemoryRateLimiter, RedisRateLimiter, type RateLimiter } from './http/rate-limiter.js';
 import { schedulePruning } from './http/idempotency.js';
+import { scheduleRetention } from './db/retention.js';
 import { JobRunner } from './jobs/job-runner.js';
 import { WebhookDispatcher } from './webhooks/webhook-dispatcher.js';
 import { loadSecretsKey } from './channels/connections/secrets-key.js';
@@ -62,11 +63,7 @@ export function listenForChanges(
   feed.subscribe('template', services.caches.template);
   feed.subscribe(
     CONNECTION_TOPIC,
-    // A webchat connection changed or gone wakes the account's widget streams, which look it up.
-    topicCaches(
-      [services.caches.connection, services.webchat.wakeups.connectionChanges],
-      [services.caches.connectionById],
-    ),
+    topicCaches([services.caches.connection], [services.caches.connectionById]),
   );
   feed.subscribe(WEBCHAT_TOPIC, services.webchat.wakeups);
   return feed;
@@ -144,11 +141,15 @@ export async function startService(
   const stopPruning = roles.workers
     ? schedulePruning({ db: store.db, clock: systemClock, log: app.log })
     : null;
+  const stopRetention = roles.workers
+    ? scheduleRetention({ db: store.db, clock: systemClock, log: app.log })
+    : null;
   app.log.info({ api: roles.api, workers: roles.workers }, 'switchboard started');
   return {
     app,
     stop: async () => {
       stopPruning?.();
+      stopRetention?.();
       await Promise.all([app.close(), runner?.stop(), dispatcher?.stop()]);
       await Promise.all([rateLimiter.close(), feed?.stop()]);
     },

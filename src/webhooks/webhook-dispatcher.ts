@@ -7,6 +7,7 @@ import { Batcher } from '../db/batcher.js';
 import { newId } from '../ids.js';
 import { guardedFetch, OutboundError } from '../net/guarded-fetch.js';
 import { EVENT_RETENTION_MS, pruneEvents } from '../events/retention.js';
+import { deleteInBatches } from '../db/retention.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { PollLoop } from '../jobs/poll-loop.js';
 import { nextRetryDelayMs, parseRetryAfter } from './retry-policy.js';
@@ -15,6 +16,8 @@ import { eventBody, serviceSignature, standardSignature } from './signing.js';
 
 export const DELIVERY_TIMEOUT_MS = 10_000;
 const DAY_MS = 86_400_000;
+/** Rows deleted per statement when pruning deliveries and attempts. */
+const PRUNE_BATCH = 5_000;
 /** A webhook every attempt to which has failed for this long is disabled (as Svix does). */
 export const DISABLE_AFTER_FAILING_MS = 5 * DAY_MS;
 
@@ -500,12 +503,21 @@ export class WebhookDispatcher {
     if (now - this.lastPruneAt < 600_000) return;
     this.lastPruneAt = now;
     const before = new Date(now - this.retentionMs);
-    await this.opts.db
-      .deleteFrom('webhook_deliveries')
-      .where('state', '<>', 'pending')
-      .where('updated_at', '<', before)
-      .execute();
-    await this.opts.db.deleteFrom('webhook_attempts').where('created_at', '<', before).execute();
+    // A batch at a time, as events are: a busy week is millions of rows.
+    await deleteInBatches(
+      this.opts.db,
+      'webhook_deliveries',
+      (limit) => sql`
+        SELECT ctid FROM webhook_deliveries
+        WHERE state <> 'pending' AND updated_at < ${before} LIMIT ${limit}`,
+      PRUNE_BATCH,
+    );
+    await deleteInBatches(
+      this.opts.db,
+      'webhook_attempts',
+      (limit) => sql`SELECT ctid FROM webhook_attempts WHERE created_at < ${before} LIMIT ${limit}`,
+      PRUNE_BATCH,
+    );
     // After the deliveries: the events whose last delivery just went can go too.
     await pruneEvents(this.opts.db, before);
   }
