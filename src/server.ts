@@ -63,7 +63,11 @@ export function listenForChanges(
   feed.subscribe('template', services.caches.template);
   feed.subscribe(
     CONNECTION_TOPIC,
-    topicCaches([services.caches.connection], [services.caches.connectionById]),
+    // A webchat connection changed or gone wakes the account's widget streams, which look it up.
+    topicCaches(
+      [services.caches.connection, services.webchat.wakeups.connectionChanges],
+      [services.caches.connectionById],
+    ),
   );
   feed.subscribe(WEBCHAT_TOPIC, services.webchat.wakeups);
   return feed;
