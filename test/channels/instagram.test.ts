@@ -186,27 +186,51 @@ describe('Instagram webhooks (object "instagram")', () => {
     expect(profileLookups(h, igsid)).toHaveLength(1);
   });
 
-  it('ignores entries of the Page id, echoes of the account’s own messages, and unsent messages', async () => {
+  it('takes entries naming the account or the Page (Meta’s newer examples: "id": "{PAGE_ID}"), nobody else’s', async () => {
     const igsid = person();
+    const [byAccount, byPage] = [mid(), mid()];
+    await deliverPage(
+      h,
+      conn,
+      ig(fromPerson(igsid, account(), pageEvent.text('by account', byAccount))),
+    );
     await deliverPage(
       h,
       conn,
       pageWebhook(
         'instagram',
         conn.pageId,
-        fromPerson(igsid, conn.pageId, pageEvent.text('page id')),
+        fromPerson(igsid, conn.pageId, pageEvent.text('by page', byPage)),
       ),
     );
     await deliverPage(
       h,
       conn,
-      ig({
-        sender: { id: account() },
-        recipient: { id: igsid },
-        timestamp: Date.now(),
-        ...pageEvent.echo('we said this'),
-      }),
+      pageWebhook(
+        'instagram',
+        '17841400000000000',
+        fromPerson(igsid, '17841400000000000', pageEvent.text('another account')),
+      ),
     );
+    expect((await inboundOf(h, conn.accountId)).map((m) => m.provider_message_id)).toEqual([
+      byAccount,
+      byPage,
+    ]);
+  });
+
+  it('ignores echoes of the account’s own messages (sent as the account or the Page), unsent messages, and object "page"', async () => {
+    const igsid = person();
+    for (const business of [account(), conn.pageId])
+      await deliverPage(
+        h,
+        conn,
+        pageWebhook('instagram', business, {
+          sender: { id: business },
+          recipient: { id: igsid },
+          timestamp: Date.now(),
+          ...pageEvent.echo('we said this'),
+        }),
+      );
     await deliverPage(h, conn, ig(fromPerson(igsid, account(), pageEvent.deleted(mid()))));
     await deliverPage(
       h,

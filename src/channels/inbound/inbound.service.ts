@@ -528,10 +528,16 @@ export class InboundWebhooksService {
           connection,
           content: parsePageWebhook(body, {
             channel: connection.provider,
-            entryId:
-              (connection.provider === 'messenger'
-                ? idOf(settings.page_id)
-                : idOf(settings.instagram_account_id)) ?? '',
+            // Instagram entries name the professional account, or (in newer payloads) the Page.
+            entryIds: [
+              idOf(settings.page_id),
+              connection.provider === 'instagram' ? idOf(settings.instagram_account_id) : null,
+            ].filter((id): id is string => id !== null),
+            skipped: (entryId) =>
+              log.warn(
+                { entry: entryId },
+                'inbound webhook: an entry for another Page or account than this connection’s; skipped',
+              ),
           }),
         };
     }

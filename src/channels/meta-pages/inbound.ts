@@ -38,11 +38,14 @@ const num = (v: unknown): number | null => (typeof v === 'number' && Number.isFi
 export interface PageConnectionIds {
   channel: PageChannel;
   /**
-   * What `entry[].id` is for this connection: the Page id on Messenger; on Instagram the
+   * What `entry[].id` may be for this connection: the Page id on Messenger; on Instagram the
    * professional account's id (Meta's Instagram webhook examples: `"id": "IGID", // ID of your
-   * Instagram Professional account`), not the Page's.
+   * Instagram Professional account`) or the Page's (newer examples of Messenger API support for
+   * Instagram: `"id": "{PAGE_ID}"`). The business's own ids: a sender that is one of them is an echo.
    */
-  entryId: string;
+  entryIds: readonly string[];
+  /** Told of each entry skipped as another Page's or account's (its id, null when it has none). */
+  skipped?: (entryId: string | null) => void;
 }
 
 const OBJECT: Record<PageChannel, string> = { messenger: 'page', instagram: 'instagram' };
@@ -60,13 +63,18 @@ export function parsePageWebhook(
   };
   if (!isObj(body) || body.object !== OBJECT[connection.channel]) return out;
   for (const entry of list(body.entry)) {
+    if (!isObj(entry)) continue;
     // Another Page (or account) of the same app is another connection's business.
-    if (!isObj(entry) || idOf(entry.id) !== connection.entryId) continue;
+    const entryId = idOf(entry.id);
+    if (entryId === null || !connection.entryIds.includes(entryId)) {
+      connection.skipped?.(entryId);
+      continue;
+    }
     for (const event of list(entry.messaging)) {
       if (!isObj(event)) continue;
       const sender = isObj(event.sender) ? idOf(event.sender.id) : null;
       // Our own messages come back with the business as the sender (echoes).
-      if (!sender || sender === connection.entryId) continue;
+      if (!sender || connection.entryIds.includes(sender)) continue;
       const timestamp = num(event.timestamp);
       if (isObj(event.message)) {
         out.messages.push(...toMessages(event.message, sender, connection.channel));
