@@ -76,21 +76,11 @@ it('forgets old widget visitors that never wrote and are not identified, and no 
     .execute();
   // The one that wrote has a contact holding its webchat identity.
   const contactId = newId('con');
-  await t.db
-    .insertInto('contacts')
-    .values({
-      account_id: acc.accountId,
-      id: contactId,
-      phone: null,
-      name: null,
-      email: null,
-      tags: [],
-      lifecycle_stage: null,
-      custom_fields: {},
-      created_at: old,
-      updated_at: old,
-    })
-    .execute();
+  await sql`
+    INSERT INTO contacts (account_id, id, phone, name, email, tags, lifecycle_stage, custom_fields, created_at, updated_at)
+    VALUES (${acc.accountId}, ${contactId}, NULL, NULL, NULL, '{}', NULL, '{}', ${old}, ${old})`.execute(
+    t.db,
+  );
   await sql`
     INSERT INTO contact_identities (account_id, contact_id, channel, external_id, created_at)
     VALUES (${acc.accountId}, ${contactId}, 'webchat', 'wv_old_wrote', ${old})`.execute(t.db);
