@@ -615,6 +615,75 @@ describe('secrets never leave', () => {
   });
 });
 
+describe('the sandbox endpoints on a channel connected to a real provider', () => {
+  const inbound = (acc: TestAccount, channel: string, phone: string) =>
+    acc.call({
+      method: 'POST',
+      url: '/v1/sandbox/inbound',
+      payload: { channel, phone, type: 'text', content: 'hello' },
+    });
+  const status = (acc: TestAccount, id: string) =>
+    acc.call({
+      method: 'POST',
+      url: `/v1/sandbox/messages/${id}/status`,
+      payload: { status: 'read' },
+    });
+
+  it('refuse a simulated inbound message there (no contact made, no window opened), and take one on a sandbox channel', async () => {
+    const acc = await newAccount(t);
+    expectStatus(await put(acc, 'whatsapp', whatsappBody()), 200);
+    const refused = await inbound(acc, 'whatsapp', '+14155550111');
+    expectError(refused, 422, 'channel');
+    expect(refused.json().error.message).toBe(
+      'the whatsapp channel is connected to a real provider (whatsapp_cloud), not the sandbox: the sandbox cannot act on it; its messages and statuses come from whatsapp_cloud',
+    );
+    const contacts = await acc.call({ method: 'GET', url: '/v1/contacts' });
+    expect(contacts.json().total).toBe(0);
+    expectStatus(await inbound(acc, 'messenger', '+14155550111'), 201);
+    // Disconnected: the sandbox again.
+    expectStatus(await acc.call({ method: 'DELETE', url: '/v1/channels/whatsapp' }), 200);
+    expectStatus(await inbound(acc, 'whatsapp', '+14155550111'), 201);
+  });
+
+  it("refuse to move a status of a message on such a channel; a sandbox channel's message moves", async () => {
+    const acc = await newAccount(t);
+    // The contact wrote on both channels while they used the sandbox.
+    const wrote = (await inbound(acc, 'whatsapp', '+14155550122')).json<{ id: string }>();
+    expectStatus(await inbound(acc, 'messenger', '+14155550122'), 201);
+    const contactId = (
+      await acc.call({ method: 'GET', url: '/v1/contacts?search=%2B14155550122' })
+    ).json<{ data: { id: string }[] }>().data[0]!.id;
+    expectStatus(await put(acc, 'whatsapp', whatsappBody()), 200);
+    const send = (channel: string) =>
+      acc.call({
+        method: 'POST',
+        url: '/v1/messages/send',
+        payload: { contact_id: contactId, channel, type: 'text', content: 'hi' },
+      });
+    const onWhatsapp = (await send('whatsapp')).json<{ id: string; status: string }>();
+    expect(onWhatsapp.status).toBe('sent');
+    for (const id of [onWhatsapp.id, wrote.id]) {
+      const refused = await status(acc, id);
+      expectError(refused, 422, 'id');
+      expect(refused.json().error.message).toContain(`message ${id} is on it`);
+    }
+    expect((await row(acc.accountId, 'whatsapp'))!.status).toBe('active');
+    const kept = await t.db
+      .selectFrom('messages')
+      .select('status')
+      .where('account_id', '=', acc.accountId)
+      .where('id', '=', onWhatsapp.id)
+      .executeTakeFirstOrThrow();
+    expect(kept.status).toBe('sent');
+
+    const onMessenger = (await send('messenger')).json<{ id: string }>();
+    const moved = await status(acc, onMessenger.id);
+    expectStatus(moved, 200);
+    expect(moved.json()).toMatchObject({ id: onMessenger.id, status: 'read' });
+    expectError(await status(acc, 'msg_00000000000000000000000000'), 404);
+  });
+});
+
 describe('SECRETS_KEY', () => {
   let dir: string;
   beforeAll(async () => {

@@ -94,6 +94,28 @@ export class ConnectionsRepository {
     return r.numUpdatedRows > 0n;
   }
 
+  /**
+   * The channel of one of the account's messages (its conversation's) and that channel's
+   * connection, if any; undefined when there is no such message.
+   */
+  async findForMessage(
+    accountId: string,
+    messageId: string,
+  ): Promise<{ channel: Channel; connection: ConnectionRow | null } | undefined> {
+    const found = await this.db
+      .selectFrom('messages as m')
+      .innerJoin('conversations as c', (j) =>
+        j.onRef('c.account_id', '=', 'm.account_id').onRef('c.id', '=', 'm.conversation_id'),
+      )
+      .select('c.channel')
+      .where('m.account_id', '=', accountId)
+      .where('m.id', '=', messageId)
+      .executeTakeFirst();
+    if (!found) return undefined;
+    const connection = await this.findByChannel(accountId, found.channel);
+    return { channel: found.channel, connection: connection ?? null };
+  }
+
   async remove(trx: Tx, accountId: string, channel: Channel): Promise<boolean> {
     const r = await trx
       .deleteFrom('channel_connections')

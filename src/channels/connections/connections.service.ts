@@ -207,6 +207,41 @@ export class ConnectionsService {
     if (marked) this.deps.changed(connection.account_id, connection.channel);
   }
 
+  /**
+   * For the sandbox endpoints, which exist only while a channel uses the sandbox: a 422 when the
+   * account's channel (or the channel of the message, by id) is connected to a real provider.
+   * A message that does not exist passes (its endpoint answers the 404).
+   */
+  async requireSandbox(
+    scope: Scope,
+    on: { channel: Channel } | { messageId: string },
+  ): Promise<void> {
+    let channel: Channel;
+    let row: ConnectionRow | null | undefined;
+    if ('channel' in on) {
+      channel = on.channel;
+      row = await this.deps.connections.findByChannel(scope.accountId, channel);
+    } else {
+      const found = await this.deps.connections.findForMessage(scope.accountId, on.messageId);
+      if (!found) return;
+      ({ channel, connection: row } = found);
+    }
+    if (!row) return;
+    const what =
+      'channel' in on ? 'the sandbox cannot act on it' : `message ${on.messageId} is on it`;
+    throw new AppError(
+      'validation_error',
+      `the ${channel} channel is connected to a real provider (${row.provider}), not the sandbox: ${what}; its messages and statuses come from ${row.provider}`,
+      422,
+      [
+        {
+          field: 'channel' in on ? 'channel' : 'id',
+          issue: `${channel} is connected to ${row.provider}`,
+        },
+      ],
+    );
+  }
+
   private toConnection(row: ConnectionRow): Connection {
     return {
       id: row.id,

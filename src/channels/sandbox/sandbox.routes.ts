@@ -6,12 +6,22 @@ import { Message, SandboxInboundBody, SandboxStatusBody } from '../../messages/m
 import type { MessagesService } from '../../messages/messages.service.js';
 import { ReviewTemplateBody, Template } from '../../templates/templates.schema.js';
 import type { TemplatesService } from '../../templates/templates.service.js';
+import type { ConnectionsService } from '../connections/connections.service.js';
 import type { SandboxProvider } from './sandbox.provider.js';
 
-/** The sandbox's controls: what a real provider would do through its callbacks and review desk. */
+/**
+ * The sandbox's controls: what a real provider would do through its callbacks and review desk.
+ * Only on channels that use the sandbox: on a channel connected to a real provider they are a
+ * 422, so that nothing simulated mixes with what the provider reports.
+ */
 export function sandboxRoutes(
   app: FastifyInstance,
-  deps: { sandbox: SandboxProvider; messages: MessagesService; templates: TemplatesService },
+  deps: {
+    sandbox: SandboxProvider;
+    messages: MessagesService;
+    templates: TemplatesService;
+    connections: ConnectionsService;
+  },
 ): void {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
   const tags = ['Sandbox'];
@@ -29,6 +39,7 @@ export function sandboxRoutes(
       if ((req.body.phone === undefined) === (req.body.contact_id === undefined)) {
         throw new ValidationError('phone', 'give exactly one of phone and contact_id');
       }
+      await deps.connections.requireSandbox(req.scope, { channel: req.body.channel });
       const inbound = deps.sandbox.parseInbound(req.body);
       return reply.code(201).send(await deps.messages.receive(req.scope, inbound));
     },
@@ -42,12 +53,14 @@ export function sandboxRoutes(
       body: SandboxStatusBody,
       response: { 200: Message, ...errorResponses(404, 422) },
     },
-    handler: (req) =>
-      deps.messages.applyStatus(req.scope, {
+    handler: async (req) => {
+      await deps.connections.requireSandbox(req.scope, { messageId: req.params.id });
+      return deps.messages.applyStatus(req.scope, {
         messageId: req.params.id,
         status: req.body.status,
         reason: req.body.reason,
-      }),
+      });
+    },
   });
   r.post('/sandbox/templates/:id/review', {
     schema: {
