@@ -23,6 +23,7 @@ import { EventsRepository } from './events/events.repository.js';
 import { eventsRoutes } from './events/events.routes.js';
 import { installApiAuth } from './http/auth.js';
 import {
+  answerClientError,
   answerRouterError,
   databaseUnavailable,
   installErrorHandlers,
@@ -446,6 +447,7 @@ export async function buildApp(
     ajv: { customOptions: {} },
     routerOptions: { ignoreTrailingSlash: true },
     frameworkErrors: answerRouterError,
+    clientErrorHandler: answerClientError,
   });
   app.setValidatorCompiler(validatorCompiler);
   // Webhooks being processed right after their storage finish before Graph's client closes.

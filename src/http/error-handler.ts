@@ -1,4 +1,12 @@
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type {
+  FastifyBaseLogger,
+  FastifyError,
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
+} from 'fastify';
 import {
   AppError,
   ERROR_STATUS,
@@ -68,7 +76,72 @@ export function answerRouterError(err: FastifyError, _request: unknown, reply: F
   void send(reply, 'invalid_request', 'the URL is not valid percent-encoded UTF-8');
 }
 
+/** The envelope as the bytes of a whole HTTP/1.1 response that closes the connection. */
+function rawResponse(status: number, code: ErrorCode, message: string): string {
+  const body = JSON.stringify({ error: { code, message } });
+  return (
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\n` +
+    'Content-Type: application/json; charset=utf-8\r\n' +
+    `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+    'Connection: close\r\n\r\n' +
+    body
+  );
+}
+
+/**
+ * Fastify's `clientErrorHandler`: Node's HTTP parser refused the request before any route saw
+ * it (a header or URL over 16 KB, a byte no header may hold, `HTTP/1.2`, an unknown method,
+ * Content-Length with Transfer-Encoding, a bad chunk, an HTTP/2 preface). The client gets the
+ * envelope like every other refusal, then the connection closes: what follows on it cannot be
+ * told apart from the broken request.
+ */
+export function answerClientError(
+  this: { log: FastifyBaseLogger },
+  err: Error & { code?: string; reason?: unknown },
+  socket: Duplex,
+): void {
+  // The client is gone: nobody to answer.
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  this.log.debug({ err }, 'malformed HTTP request');
+  let response: string;
+  if (err.code === 'HPE_HEADER_OVERFLOW') {
+    response = rawResponse(
+      431,
+      'invalid_request',
+      'the request line and headers exceed 16 KB (a long URL counts)',
+    );
+  } else if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    response = rawResponse(408, 'invalid_request', 'the request did not arrive in time');
+  } else {
+    const reason = typeof err.reason === 'string' ? `: ${err.reason}` : '';
+    response = rawResponse(400, 'invalid_request', `the request is not valid HTTP/1.1${reason}`);
+  }
+  if (socket.writable) socket.end(response, () => socket.destroy());
+  else socket.destroy();
+}
+
+/**
+ * Node's answer to an `Expect` header other than `100-continue`: 417, in the envelope (Node's
+ * own 417 has an empty body).
+ */
+function answerExpectation(_request: IncomingMessage, response: ServerResponse): void {
+  const body = JSON.stringify({
+    error: {
+      code: 'invalid_request',
+      message: 'the only expectation supported is Expect: 100-continue',
+    },
+  });
+  response.shouldKeepAlive = false;
+  response.writeHead(417, {
+    'Content-Type': 'application/json; charset=utf-8',
+    'Content-Length': Buffer.byteLength(body),
+    Connection: 'close',
+  });
+  response.end(body);
+}
+
 export function installErrorHandlers(app: FastifyInstance): void {
+  app.server.on('checkExpectation', answerExpectation);
   // Request bodies are JSON only (SPEC.md 1.2). Fastify also parses text/plain by default, which
   // would let a text body reach validation as a string (422); without the parser it is a 400.
   app.removeContentTypeParser('text/plain');

@@ -1,0 +1,118 @@
+import net, { type AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from '../helpers.js';
+
+/*
+ * Requests Node's HTTP parser refuses before Fastify routes them, written byte for byte on a
+ * real socket (inject never goes through the parser): each gets the error envelope in a whole
+ * HTTP response, and the connection closes.
+ */
+
+let t: TestApp;
+let port: number;
+beforeAll(async () => {
+  t = await startTestApp();
+  await t.app.listen({ port: 0, host: '127.0.0.1' });
+  port = (t.app.server.address() as AddressInfo).port;
+});
+afterAll(() => t.close());
+
+interface RawResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/** Writes `bytes`, reads until the server closes the connection, and parses what came back. */
+function exchange(bytes: string | Buffer): Promise<RawResponse> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    const socket = net.connect(port, '127.0.0.1', () => socket.write(bytes));
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+    // A server that closes while the client still writes may reset the connection: what was
+    // read before counts.
+    socket.on('error', () => undefined);
+    socket.setTimeout(5_000, () => {
+      socket.destroy();
+      reject(new Error(`no close: ${Buffer.concat(chunks).toString('latin1')}`));
+    });
+    socket.on('close', () => {
+      const text = Buffer.concat(chunks).toString('utf8');
+      const end = text.indexOf('\r\n\r\n');
+      if (end < 0) return reject(new Error(`no response: ${JSON.stringify(text)}`));
+      const [statusLine, ...lines] = text.slice(0, end).split('\r\n');
+      const headers: Record<string, string> = {};
+      for (const line of lines) {
+        const colon = line.indexOf(':');
+        headers[line.slice(0, colon).toLowerCase()] = line.slice(colon + 1).trim();
+      }
+      resolve({
+        status: Number(/^HTTP\/1\.1 (\d{3}) /.exec(statusLine!)?.[1]),
+        headers,
+        body: text.slice(end + 4),
+      });
+    });
+  });
+}
+
+function expectEnvelope(res: RawResponse, status: number) {
+  expect(res.status, res.body).toBe(status);
+  expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
+  expect(res.headers.connection).toBe('close');
+  expect(Number(res.headers['content-length'])).toBe(Buffer.byteLength(res.body));
+  const body = JSON.parse(res.body) as { error: { code: string; message: string } };
+  expect(body).toEqual({ error: { code: 'invalid_request', message: expect.any(String) } });
+  expect(body.error.message.length).toBeGreaterThan(0);
+  return body.error;
+}
+
+const get = (target: string, headers = '') =>
+  `GET ${target} HTTP/1.1\r\nHost: localhost\r\n${headers}\r\n`;
+
+describe('requests the HTTP parser refuses', () => {
+  it('headers or a URL over 16 KB: 431 invalid_request in the envelope, then the connection closes', async () => {
+    expectEnvelope(await exchange(get('/v1/contacts', `X-Big: ${'a'.repeat(17_000)}\r\n`)), 431);
+    const error = expectEnvelope(await exchange(get(`/v1/contacts?q=${'a'.repeat(17_000)}`)), 431);
+    expect(error.message).toMatch(/16 KB/);
+  });
+
+  it.each([
+    ['an invalid byte in a header value', get('/v1/contacts', 'X-A: a\u0001b\r\n')],
+    ['an invalid byte in a header name', get('/v1/contacts', 'X(A): b\r\n')],
+    ['a request target without a leading /', get('v1/contacts')],
+    ['HTTP/1.2', 'GET /v1/contacts HTTP/1.2\r\nHost: localhost\r\n\r\n'],
+    ['an unknown method', 'FOO /v1/contacts HTTP/1.1\r\nHost: localhost\r\n\r\n'],
+    [
+      'Content-Length with Transfer-Encoding',
+      'POST /v1/contacts HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n' +
+        'Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n',
+    ],
+    [
+      'a chunk size that is not hexadecimal',
+      'POST /v1/contacts HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n' +
+        'Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n',
+    ],
+    ['an HTTP/2 preface', 'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'],
+    ['a bare line feed in the request line', 'GET /v1/contacts HTTP/1.1\nHost: localhost\n\n'],
+  ])('%s: 400 invalid_request in the envelope, then the connection closes', async (_case, raw) => {
+    expectEnvelope(await exchange(raw), 400);
+  });
+
+  it('an Expect other than 100-continue: 417 in the envelope (Node answers it with no body)', async () => {
+    const error = expectEnvelope(
+      await exchange(
+        'POST /v1/contacts HTTP/1.1\r\nHost: localhost\r\nExpect: foo\r\n' +
+          'Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{}',
+      ),
+      417,
+    );
+    expect(error.message).toMatch(/100-continue/);
+  });
+
+  it('leaves the server answering the next connection as usual', async () => {
+    await exchange(get('/v1/contacts', 'X-A: a\u0001b\r\n'));
+    const res = await exchange(get('/healthz', 'Connection: close\r\n'));
+    expect(res.status).toBe(200);
+    expect(JSON.parse(res.body)).toEqual({ status: 'ok' });
+  });
+});
