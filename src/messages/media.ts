@@ -1,5 +1,5 @@
 import { Unavailable, ValidationError } from '../errors.js';
-import { ConcurrencyLimit } from '../net/concurrency-limit.js';
+import { ConcurrencyLimit, FairConcurrencyLimit } from '../net/concurrency-limit.js';
 import { guardedFetch, OutboundError } from '../net/guarded-fetch.js';
 
 export const MEDIA_MAX_BYTES = 16 * 1024 * 1024;
@@ -15,22 +15,35 @@ export interface FetchedMedia {
   bytes: Buffer;
 }
 
-export type MediaFetcher = (url: string, kind: 'image' | 'document') => Promise<FetchedMedia>;
+/** Fetches a send's media for an account (which shares the process's fetch slots fairly). */
+export type MediaFetcher = (
+  url: string,
+  kind: 'image' | 'document',
+  accountId: string,
+) => Promise<FetchedMedia>;
 
 /**
  * Fetches `media_url` at send time, as SPEC.md asks, through the private-address guard; any
  * failure is a 422 on `media_url` that says why. Each fetch may hold up to MEDIA_MAX_BYTES in
  * memory, so at most `concurrency` run at once in the process and 4 times as many sends wait for
- * a slot; a send beyond that is a 503 `unavailable` with `Retry-After`.
+ * a slot; a send beyond that is a 503 `unavailable` with `Retry-After`. One account holds at most
+ * half the slots (and 4 times as many sends waiting for them): one that floods the process with
+ * slow media is refused beyond its share, while other accounts' fetches keep the other half.
  */
 export function mediaFetcher(opts: { allowPrivate: boolean; concurrency: number }): MediaFetcher {
-  const limit = new ConcurrencyLimit(opts.concurrency, opts.concurrency * MEDIA_QUEUE_PER_SLOT);
+  const share = Math.ceil(opts.concurrency / 2);
+  const limit = new FairConcurrencyLimit(
+    new ConcurrencyLimit(opts.concurrency, opts.concurrency * MEDIA_QUEUE_PER_SLOT),
+    share,
+    share * MEDIA_QUEUE_PER_SLOT,
+  );
   const busy = () =>
     new Unavailable('too many media fetches in progress; try again shortly', MEDIA_RETRY_AFTER_S);
-  return async (url, kind) => {
+  return async (url, kind, accountId) => {
     let res;
     try {
       res = await limit.run(
+        accountId,
         () =>
           guardedFetch({
             url,

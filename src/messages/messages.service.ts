@@ -227,7 +227,7 @@ export class MessagesService {
     let media: FetchedMedia | null = null;
     if (body.type === 'image' || body.type === 'document') {
       // Fetched before the transaction: a slow media host must not hold a database lock.
-      media = await this.deps.fetchMedia(body.media_url!, body.type);
+      media = await this.deps.fetchMedia(body.media_url!, body.type, scope.accountId);
     }
     const queued = await this.queueing.submit({
       scope,

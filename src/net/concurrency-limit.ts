@@ -39,3 +39,37 @@ export class ConcurrencyLimit {
     }
   }
 }
+
+/**
+ * A ConcurrencyLimit shared fairly among keys (accounts): each key runs at most `perKey` tasks
+ * at once, with `perKeyWaiting` more waiting for its share, before it takes a slot of the whole;
+ * so one key that floods the limit fills its own share and queue, and is refused beyond them,
+ * while the others keep the rest of the slots.
+ */
+export class FairConcurrencyLimit {
+  private readonly shares = new Map<string, ConcurrencyLimit>();
+
+  constructor(
+    private readonly total: ConcurrencyLimit,
+    readonly perKey: number,
+    readonly perKeyWaiting: number,
+  ) {}
+
+  /** Keys with a task running or waiting (their shares are dropped when idle). */
+  get keys(): number {
+    return this.shares.size;
+  }
+
+  async run<T>(key: string, task: () => Promise<T>, refuse: () => Error): Promise<T> {
+    let share = this.shares.get(key);
+    if (!share) {
+      share = new ConcurrencyLimit(this.perKey, this.perKeyWaiting);
+      this.shares.set(key, share);
+    }
+    try {
+      return await share.run(() => this.total.run(task, refuse), refuse);
+    } finally {
+      if (share.running === 0 && share.queued === 0) this.shares.delete(key);
+    }
+  }
+}

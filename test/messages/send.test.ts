@@ -631,7 +631,7 @@ describe('POST /v1/messages/send: media fetching', () => {
   });
 });
 
-describe('POST /v1/messages/send: concurrent media fetches (MEDIA_FETCH_CONCURRENCY=2)', () => {
+describe('POST /v1/messages/send: concurrent media fetches (MEDIA_FETCH_CONCURRENCY=4)', () => {
   let p: TestApp;
   let slow: https.Server;
   let port: number;
@@ -639,7 +639,7 @@ describe('POST /v1/messages/send: concurrent media fetches (MEDIA_FETCH_CONCURRE
   let maxInFlight = 0;
   let answered = 0;
   beforeAll(async () => {
-    p = await startTestApp({ config: { mediaFetchConcurrency: 2 } });
+    p = await startTestApp({ config: { mediaFetchConcurrency: 4 } });
     // A media host that takes its time: every fetch holds its slot for a second and a half.
     slow = https.createServer(
       {
@@ -666,7 +666,7 @@ describe('POST /v1/messages/send: concurrent media fetches (MEDIA_FETCH_CONCURRE
     await p.close();
   });
 
-  it('at most 2 fetches run at once, 8 sends wait their turn, and the rest get 503 unavailable with Retry-After', async () => {
+  it('one account holds at most half the slots: 2 of its fetches run at once, 8 sends wait their turn, and the rest get 503 unavailable with Retry-After', async () => {
     const acc = await newAccount(p);
     const contact = await createContact(acc);
     const results = await Promise.all(
@@ -710,6 +710,33 @@ describe('POST /v1/messages/send: concurrent media fetches (MEDIA_FETCH_CONCURRE
       media_url: `https://localhost:${port}/later.png`,
     });
     expectStatus(later, 201);
+  });
+
+  it("one account flooding the fetches does not hold up another's: the other's fetch runs at once", async () => {
+    const flooding = await newAccount(p);
+    const other = await newAccount(p);
+    const [theirs, mine] = [await createContact(flooding), await createContact(other)];
+    const image = (acc: TestAccount, contactId: string, i: number) =>
+      send(acc, {
+        contact_id: contactId,
+        channel: 'webchat',
+        type: 'image',
+        media_url: `https://localhost:${port}/flood-${i}.png`,
+      });
+    maxInFlight = 0;
+    const flood = Array.from({ length: 13 }, (_, i) => image(flooding, theirs.id, i));
+    // The flood is in: its share of 2 running, 8 waiting, 3 refused.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const answeredBefore = answered;
+    const [a, b] = await Promise.all([image(other, mine.id, 100), image(other, mine.id, 101)]);
+    expectStatus(a, 201);
+    expectStatus(b, 201);
+    // Fetched beside the flood's first fetches, not after its queue: of the flood's 10 accepted
+    // sends, at most its first two rounds (4) were answered before the other account's two.
+    expect(answered - answeredBefore - 2).toBeLessThanOrEqual(4);
+    const flooded = await Promise.all(flood);
+    expect(flooded.filter((r) => r.statusCode === 503)).toHaveLength(3);
+    expect(maxInFlight).toBe(4);
   });
 });
 
