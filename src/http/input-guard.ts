@@ -76,6 +76,67 @@ export function findHostileValues(value: unknown, path = '', out: ErrorDetail[] 
   return out;
 }
 
+/**
+ * Where a body, valid JSON, has a `__proto__` key (the JSON parser refuses them, so that no
+ * object of ours can be given another prototype): the fields, as the client wrote them.
+ */
+export function protoKeys(value: unknown, path = '', out: string[] = []): string[] {
+  if (Array.isArray(value)) {
+    value.forEach((item, i) => protoKeys(item, join(path, i), out));
+  } else if (value !== null && typeof value === 'object') {
+    // JSON.parse makes `__proto__` an own property like any other: safe to walk.
+    for (const [key, item] of Object.entries(value)) {
+      if (key === '__proto__') out.push(join(path, key));
+      else protoKeys(item, join(path, key), out);
+    }
+  }
+  return out;
+}
+
+/** Integers in a query string are decimal digits: Ajv's coercion would read 0x10 as 16. */
+const DECIMAL_INTEGER = /^-?\d+$/;
+
+type QuerySchema = {
+  properties?: Record<string, { type?: unknown; anyOf?: { type?: unknown }[] }>;
+};
+
+/** The query parameters a route's schema types as integers, remembered per schema. */
+const integerParams = new WeakMap<object, Set<string>>();
+function integerParamsOf(schema: QuerySchema): Set<string> {
+  let names = integerParams.get(schema);
+  if (!names) {
+    names = new Set(
+      Object.entries(schema.properties ?? {})
+        .filter(([, p]) => [p, ...(p.anyOf ?? [])].some((t) => t.type === 'integer'))
+        .map(([name]) => name),
+    );
+    integerParams.set(schema, names);
+  }
+  return names;
+}
+
+/** Integer query parameters written other than in decimal digits (`0x10`, `1e3`, ` 1`). */
+export function nonDecimalIntegers(query: unknown, schema: QuerySchema | undefined): ErrorDetail[] {
+  if (!schema || query === null || typeof query !== 'object') return [];
+  const out: ErrorDetail[] = [];
+  for (const name of integerParamsOf(schema)) {
+    const value = (query as Record<string, unknown>)[name];
+    const values = Array.isArray(value) ? value : [value];
+    if (values.some((v) => typeof v === 'string' && !DECIMAL_INTEGER.test(v)))
+      out.push({ field: name, issue: 'must be an integer written in decimal digits' });
+  }
+  return out;
+}
+
+function validJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 function refuse(details: ErrorDetail[]): AppError {
   const message = details.map((d) => `${d.field}: ${d.issue}`).join('; ');
   return new AppError('validation_error', message, 422, details);
@@ -99,7 +160,17 @@ export function installInputGuard(app: FastifyInstance): void {
       );
       return;
     }
-    void parse(request, text, done);
+    void parse(request, text, (err, body) => {
+      if (err) {
+        // Valid JSON refused all the same: it has a `__proto__` key, which no field is called.
+        const paths = validJson(text) ? protoKeys(JSON.parse(text)) : [];
+        if (paths.length > 0) {
+          done(refuse(paths.map((field) => ({ field, issue: 'unknown field' }))), undefined);
+          return;
+        }
+      }
+      done(err, body);
+    });
   });
 
   app.addHook('preValidation', async (request: FastifyRequest) => {
@@ -111,6 +182,11 @@ export function installInputGuard(app: FastifyInstance): void {
     }
     const query = findHostileValues(request.query);
     if (query.length > 0) throw refuse(query);
+    const integers = nonDecimalIntegers(
+      request.query,
+      request.routeOptions.schema?.querystring as QuerySchema | undefined,
+    );
+    if (integers.length > 0) throw refuse(integers);
     if (request.body !== undefined) {
       const body = findHostileValues(request.body);
       if (body.length > 0) throw refuse(body);

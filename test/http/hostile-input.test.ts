@@ -213,6 +213,60 @@ describe('numbers', () => {
   });
 });
 
+describe('integers in a query string', () => {
+  it('are decimal digits: 0x10, 1e1, " 1", "+1", 0b1, 1.0 are a 422 naming the parameter', async () => {
+    for (const page of ['0x10', '0X10', '1e1', '%201', '%2B1', '0b1', '0o7', '1.0', '1%20']) {
+      const error = expect422(
+        await acc.call({ method: 'GET', url: `/v1/contacts?page=${page}` }),
+        'page',
+      );
+      expect(error.details).toEqual([
+        { field: 'page', issue: 'must be an integer written in decimal digits' },
+      ]);
+    }
+    expect422(await acc.call({ method: 'GET', url: '/v1/broadcasts?limit=0x10' }), 'limit');
+    expect422(await acc.call({ method: 'GET', url: '/v1/users?page=1&page=0x2' }), 'page');
+    for (const url of ['/v1/contacts?page=16', '/v1/contacts?page=016&limit=010']) {
+      const res = await acc.call({ method: 'GET', url });
+      expect(res.statusCode, res.body).toBe(200);
+      expect(res.json().page).toBe(16);
+    }
+  });
+});
+
+describe('__proto__ keys', () => {
+  it('are an unknown field (422 naming it), not invalid JSON, and nothing is written', async () => {
+    const before = await rowCounts(acc.accountId);
+    const post = (payload: string) =>
+      acc.call({
+        method: 'POST',
+        url: '/v1/contacts',
+        headers: { 'content-type': 'application/json' },
+        payload,
+      });
+    const root = expect422(
+      await post(`{"phone":"${randomPhone()}","__proto__":{"x":1}}`),
+      '__proto__',
+    );
+    expect(root.details).toEqual([{ field: '__proto__', issue: 'unknown field' }]);
+    expect422(await post('{"__proto__":{"polluted":1}}'), '__proto__');
+    expect422(
+      await post(`{"phone":"${randomPhone()}","custom_fields":{"__proto__":{"admin":true}}}`),
+      'custom_fields.__proto__',
+    );
+    expect422(
+      await post(`{"phone":"${randomPhone()}","tags":[{"__proto__":null}]}`),
+      'tags.0.__proto__',
+    );
+    // Invalid JSON is still a 400, whatever keys it has.
+    const broken = await post('{"__proto__":{"x":1}');
+    expect(broken.statusCode, broken.body).toBe(400);
+    expect(broken.json().error.code).toBe('invalid_request');
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    expect(await rowCounts(acc.accountId)).toEqual(before);
+  });
+});
+
 describe('nesting', () => {
   const deep = (levels: number) => `${'['.repeat(levels)}${']'.repeat(levels)}`;
 
