@@ -8,10 +8,12 @@ export const BROADCAST_STATUSES = ['draft', 'scheduled', 'sending', 'sent', 'fai
 const Audience = Type.Object(
   {
     tags: Type.Optional(
-      Type.Array(Type.String({ minLength: 1, maxLength: 64 }), {
+      // Checked as a contact's tags are: 1 to 64 characters once trimmed (by the service).
+      Type.Array(Type.String({ maxLength: 200 }), {
         minItems: 1,
         maxItems: 50,
-        description: 'Contacts having any of these tags.',
+        description:
+          'Contacts having any of these tags. Trimmed like stored tags, then 1–64 characters each.',
       }),
     ),
     lifecycle_stage: Type.Optional(

@@ -267,6 +267,53 @@ describe('__proto__ keys', () => {
   });
 });
 
+describe('tags', () => {
+  it('in a broadcast audience are checked as a contact takes them: trimmed, then 1 to 64 characters', async () => {
+    const own = await newAccount(t);
+    const padded = ` ${'a'.repeat(64)}`;
+    const tagged = await own.call({
+      method: 'POST',
+      url: '/v1/contacts',
+      payload: { phone: randomPhone(), tags: [padded] },
+    });
+    expect(tagged.statusCode, tagged.body).toBe(201);
+    expect(tagged.json().tags).toEqual(['a'.repeat(64)]);
+    const broadcast = (tags: string[]) =>
+      own.call({
+        method: 'POST',
+        url: '/v1/broadcasts',
+        payload: {
+          name: 'tagged',
+          channel: 'whatsapp',
+          audience: { tags },
+          message: { type: 'text', content: 'hi' },
+          scheduled_at: new Date(t.clock.now().getTime() + 3_600_000).toISOString(),
+        },
+      });
+    const ok = await broadcast([padded, `${'a'.repeat(64)}\t`]);
+    expect(ok.statusCode, ok.body).toBe(201);
+    expect(ok.json().audience.tags).toEqual(['a'.repeat(64)]);
+    // The same refusals on both: over 64 once trimmed, blank once trimmed, over 200 as sent.
+    for (const [tag, issue] of [
+      [`${'b'.repeat(65)} `, 'must be 1 to 64 characters after trimming'],
+      ['   ', 'must be 1 to 64 characters after trimming'],
+      [` ${'c'.repeat(64)}${' '.repeat(140)}`, 'must NOT have more than 200 characters'],
+    ] as const) {
+      const onContact = expect422(
+        await own.call({
+          method: 'POST',
+          url: '/v1/contacts',
+          payload: { phone: randomPhone(), tags: [tag] },
+        }),
+        'tags.0',
+      );
+      expect(onContact.details).toEqual([{ field: 'tags.0', issue }]);
+      const onAudience = expect422(await broadcast([tag]), 'audience.tags.0');
+      expect(onAudience.details).toEqual([{ field: 'audience.tags.0', issue }]);
+    }
+  });
+});
+
 describe('nesting', () => {
   const deep = (levels: number) => `${'['.repeat(levels)}${']'.repeat(levels)}`;
 
