@@ -166,8 +166,7 @@ describe('SANDBOX_ENABLED=false', () => {
       const row = await messageRow(e, c.acc.accountId, res.json().id);
       expect(row).toMatchObject({
         status: 'failed',
-        failure_reason:
-          'the whatsapp channel is not connected; connect it with PUT /v1/channels/whatsapp',
+        failure_reason: 'the whatsapp channel was disconnected before the message could be sent',
       });
       expect((await events(e, c.acc.accountId, 'message.failed')).map((x) => x.data)).toEqual([
         expect.objectContaining({ id: row.id }),
