@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import type { Browser } from 'playwright-core';
 
 /** Where the browser tests find Chromium: CHROMIUM_PATH, else Debian's package. */
@@ -44,8 +44,14 @@ export class TestSite {
     return `http://localhost:${this.port}`;
   }
 
-  /** A page embedding the widget with one script tag, after `head` (e.g. an identity). */
-  page(path: string, opts: { serviceUrl: string; widgetKey: string; head?: string }): void {
+  /**
+   * A page embedding the widget with one script tag, after `head` (e.g. an identity);
+   * `scriptAttrs` go on the script tag (e.g. the tests' `data-silence-ms`).
+   */
+  page(
+    path: string,
+    opts: { serviceUrl: string; widgetKey: string; head?: string; scriptAttrs?: string },
+  ): void {
     this.pages.set(
       path,
       `<!doctype html><html lang="en"><head><meta charset="utf-8">
@@ -56,12 +62,21 @@ export class TestSite {
   body { font-family: Georgia, serif; margin: 0; padding: 32px; background: #fdf6e3; }
   button, textarea, li { all: unset; color: red !important; font-size: 40px !important; }
   h1 { color: #333; }
+  /* Rules that do reach the widget's host element (the body's last child): they must neither
+     hide nor move it. */
+  div, body > div, body > :last-child { display: none !important; }
+  body > :last-child {
+    position: absolute !important; top: 0 !important; left: 0 !important;
+    transform: translate(-200px, -200px) scale(0.2) !important; opacity: 0 !important;
+    visibility: hidden !important;
+  }
+  * { z-index: -1 !important; }
 </style>
 ${opts.head ?? ''}
 </head><body>
 <h1>Example shop</h1>
 <p>Our products, prices and opening hours.</p>
-<script src="${opts.serviceUrl}/widget.js" data-widget-key="${opts.widgetKey}" async></script>
+<script src="${opts.serviceUrl}/widget.js" data-widget-key="${opts.widgetKey}" ${opts.scriptAttrs ?? ''} async></script>
 </body></html>`,
     );
   }
@@ -96,5 +111,65 @@ export async function eventually<T>(
     if (value !== undefined) return value;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/**
+ * A TCP proxy on 127.0.0.1 in front of the service whose widget streams a test can make go
+ * silent: `stall()` stops forwarding either way on every open stream connection (one that carries
+ * a request for `/stream?`) without closing it, as a NAT that forgot the connection would; other
+ * connections, and streams opened later, pass as before.
+ */
+export class StallingProxy {
+  private server: net.Server | null = null;
+  private readonly streams = new Set<{ client: net.Socket; upstream: net.Socket }>();
+  private readonly sockets = new Set<net.Socket>();
+  port = 0;
+  /** Stream connections opened so far. */
+  streamsOpened = 0;
+
+  constructor(private readonly targetPort: number) {}
+
+  async start(): Promise<this> {
+    this.server = net.createServer((client) => {
+      const upstream = net.connect(this.targetPort, '127.0.0.1');
+      for (const s of [client, upstream]) {
+        this.sockets.add(s);
+        s.on('error', () => undefined);
+        s.on('close', () => {
+          this.sockets.delete(s);
+          client.destroy();
+          upstream.destroy();
+        });
+      }
+      // A stream may go over a kept-alive connection that carried other requests first.
+      const entry = { client, upstream };
+      client.on('data', (chunk: Buffer) => {
+        if (!/^GET [^ ]*\/stream\?/m.test(chunk.toString('latin1'))) return;
+        this.streamsOpened++;
+        this.streams.add(entry);
+      });
+      client.pipe(upstream);
+      upstream.pipe(client);
+    });
+    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+    this.port = (this.server.address() as AddressInfo).port;
+    return this;
+  }
+
+  stall(): void {
+    for (const { client, upstream } of this.streams) {
+      client.unpipe(upstream);
+      upstream.unpipe(client);
+      // Whatever arrives now is dropped.
+      client.removeAllListeners('data').on('data', () => undefined);
+      upstream.removeAllListeners('data').on('data', () => undefined);
+    }
+    this.streams.clear();
+  }
+
+  async close(): Promise<void> {
+    for (const s of this.sockets) s.destroy();
+    await new Promise<void>((resolve) => this.server?.close(() => resolve()) ?? resolve());
   }
 }
