@@ -117,6 +117,12 @@ export interface InboundMessage {
   mediaUrl: string | null;
   /** The provider's id of the message: a second delivery of it takes effect once. */
   providerMessageId?: string | null;
+  /**
+   * When the provider says the person sent it (Meta's timestamp). The 24-hour window opens at
+   * this time, or at its recording if that is earlier: a message processed late cannot keep the
+   * window open past the provider's.
+   */
+  sentAt?: Date | null;
 }
 
 export interface StatusUpdate {

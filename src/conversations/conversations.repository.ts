@@ -1,4 +1,4 @@
-import type { Selectable } from 'kysely';
+import { sql, type Selectable } from 'kysely';
 import type { Db, Tx } from '../db/database.js';
 import type { Channel, ConversationsTable, NotesTable } from '../db/schema.js';
 import { offsetOf, type PageRequest } from '../http/pagination.js';
@@ -52,11 +52,18 @@ export class ConversationsRepository {
     contactIds: string[],
     channel: Channel,
     now: Date,
-    opts: { inbound?: boolean } = {},
+    opts: {
+      inbound?: boolean;
+      /** With `inbound`: when each contact's window opens, if earlier than now (by contact id). */
+      inboundAt?: ReadonlyMap<string, Date>;
+    } = {},
   ): Promise<Map<string, ConversationRow>> {
     if (contactIds.length === 0) return new Map();
-    // The contacts wrote: their 24-hour windows open now too.
-    const lastInbound = opts.inbound ? now : null;
+    // The contacts wrote: their 24-hour windows open now too (or when the provider says they
+    // wrote), never earlier than a window already open.
+    const lastInbound = opts.inbound
+      ? sql<Date>`greatest(conversations.last_inbound_at, excluded.last_inbound_at)`
+      : null;
     const rows = await trx
       .insertInto('conversations')
       .values(
@@ -68,7 +75,7 @@ export class ConversationsRepository {
           status: 'open' as const,
           assignee_type: null,
           assignee_id: null,
-          last_inbound_at: lastInbound,
+          last_inbound_at: opts.inbound ? (opts.inboundAt?.get(contactId) ?? now) : null,
           created_at: now,
           updated_at: now,
         })),

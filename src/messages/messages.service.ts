@@ -674,9 +674,13 @@ export class MessagesService {
         const seen = await this.deps.messages.findByProviderId(trx, scope.accountId, providerId!);
         return toMessage(seen!);
       }
+      // The window opens when the provider says the person wrote, if that is earlier (a late
+      // webhook cannot extend it), and never closes earlier than a window already open.
+      const opened = inbound.sentAt && inbound.sentAt < now ? inbound.sentAt : now;
+      const last = conversation.last_inbound_at;
       await this.deps.conversations.update(trx, scope.accountId, conversation.id, {
         status: 'open',
-        last_inbound_at: now,
+        last_inbound_at: last !== null && last > opened ? last : opened,
         updated_at: now,
       });
       await this.deps.observer.inboundReceived(trx, scope.accountId, [conversation.id], now);
@@ -765,7 +769,7 @@ export class MessagesService {
         [...contacts.values()].map((c) => c.id),
         channel,
         now,
-        { inbound: true },
+        { inbound: true, inboundAt: windowsOpened(inbound, contacts, now) },
       );
       const rows: MessageRow[] = inbound.map((m) => ({
         account_id: accountId,
@@ -1047,6 +1051,25 @@ function windowed(
   return (
     WINDOWED_CHANNELS.has(channel) && (type !== 'template' || !templatesBypassWindow(provider))
   );
+}
+
+/**
+ * When each contact's 24-hour window opens for these messages, where that is before `now`: the
+ * latest of their messages' provider times (each capped at `now`).
+ */
+function windowsOpened(
+  inbound: PhoneInboundMessage[],
+  contacts: Map<string, { id: string }>,
+  now: Date,
+): Map<string, Date> {
+  const at = new Map<string, Date>();
+  for (const m of inbound) {
+    const id = contacts.get(m.from.phone)!.id;
+    const sent = m.sentAt && m.sentAt < now ? m.sentAt : now;
+    const before = at.get(id);
+    if (!before || sent > before) at.set(id, sent);
+  }
+  return at;
 }
 
 /** A queued outbound message of `draft`, but for its conversation. */

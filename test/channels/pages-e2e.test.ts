@@ -9,10 +9,14 @@ import type { TestAccount } from '../helpers.js';
 import { newAccount } from '../helpers.js';
 import { createTemplate } from '../inbox-helpers.js';
 import { fromPerson, mid, pageEvent, pageWebhook, scopedId } from '../fake-graph/page-webhooks.js';
-import { postSignedWebhook } from '../fake-graph/webhooks.js';
+import { inboundWebhook, postSignedWebhook, waMessage, wamid } from '../fake-graph/webhooks.js';
 import {
+  business,
+  connectedAccount,
   createContact,
+  deliver,
   drain,
+  send,
   events,
   messageRow,
   startE2E,
@@ -237,6 +241,49 @@ describe.each([
     },
   );
 
+  it('the window opens when Meta says the person wrote: stamped 23 h 59 min ago and processed now, a text 2 minutes later is the 422', async () => {
+    const sender = person();
+    const [late, fresh] = [mid(), mid()];
+    const stamped = e.t.clock.now().getTime() - DAY_MS + 60_000;
+    await deliverAndDrain(
+      e,
+      c,
+      hook(fromPerson(sender, c.entryId, pageEvent.text('sent yesterday', late), stamped)),
+    );
+    const { contact_id } = await recipientOf(e, c.acc.accountId, late);
+    e.t.clock.advance(2 * 60_000);
+    const outside = await sendOn(c, { contact_id, type: 'text', content: 'too late?' });
+    expect(outside.statusCode, outside.body).toBe(422);
+    expect(outside.json().error.message).toContain(
+      `outside the 24-hour customer service window on ${channel}`,
+    );
+    expect(sentBodies(c)).toEqual([]);
+
+    // A timestamp ahead of our clock opens the window no later than now; an older message
+    // processed after a newer one leaves the newer one's window.
+    const ahead = e.t.clock.now().getTime() + DAY_MS;
+    await deliverAndDrain(
+      e,
+      c,
+      hook(fromPerson(sender, c.entryId, pageEvent.text('from the future', fresh), ahead)),
+    );
+    await deliverAndDrain(
+      e,
+      c,
+      hook(fromPerson(sender, c.entryId, pageEvent.text('older', mid()), stamped)),
+    );
+    const conversation = await e.t.db
+      .selectFrom('conversations')
+      .select('last_inbound_at')
+      .where('account_id', '=', c.acc.accountId)
+      .where('contact_id', '=', contact_id)
+      .executeTakeFirstOrThrow();
+    expect(conversation.last_inbound_at!.getTime()).toBeLessThanOrEqual(e.t.clock.now().getTime());
+    expect(conversation.last_inbound_at!.getTime()).toBeGreaterThan(stamped + 60_000);
+    const inside = await sendOn(c, { contact_id, type: 'text', content: 'here now' });
+    expect(inside.statusCode, inside.body).toBe(201);
+  });
+
   it('a template follows the 24-hour window: a 422 that says so outside it, the rendered text inside it', async () => {
     const template = await createTemplate(c.acc, 'Hi {{1}}, order {{2}} is ready for pickup');
     const sender = person();
@@ -329,5 +376,38 @@ describe.each([
     expect(conversations).toHaveLength(1);
     expect(e.graph.find({ method: 'GET', resource: sender })).toHaveLength(1);
     await drain(e, c.acc.accountId);
+  });
+});
+
+describe('whatsapp through the real app: the window', () => {
+  it('opens when Meta says the person wrote: stamped 23 h 59 min ago and processed now, a text 2 minutes later is the 422', async () => {
+    const c = await connectedAccount(e);
+    const waId = `1555${String(Math.floor(Math.random() * 1e7)).padStart(7, '0')}`;
+    const id = wamid();
+    const stamped = Math.floor((e.t.clock.now().getTime() - DAY_MS + 60_000) / 1000);
+    await deliver(
+      c,
+      inboundWebhook(
+        business(c),
+        { waId, name: 'Late' },
+        { ...waMessage.text(waId, 'sent yesterday', id), timestamp: String(stamped) },
+      ),
+    );
+    await drain(e, c.acc.accountId);
+    const row = await e.t.db
+      .selectFrom('messages')
+      .innerJoin('conversations', (j) =>
+        j
+          .onRef('conversations.id', '=', 'messages.conversation_id')
+          .onRef('conversations.account_id', '=', 'messages.account_id'),
+      )
+      .select('conversations.contact_id')
+      .where('messages.account_id', '=', c.acc.accountId)
+      .where('messages.provider_message_id', '=', id)
+      .executeTakeFirstOrThrow();
+    e.t.clock.advance(2 * 60_000);
+    const res = await send(c, { contact_id: row.contact_id, type: 'text', content: 'too late?' });
+    expect(res.statusCode, res.body).toBe(422);
+    expect(res.json().error.message).toContain('outside the 24-hour customer service window');
   });
 });

@@ -11,7 +11,12 @@ import type { AppConfig } from '../../src/app.js';
 import type { EventType } from '../../src/events/event-types.js';
 import { JobRunner } from '../../src/jobs/job-runner.js';
 import { startFakeGraph, type FakeGraph } from '../fake-graph/server.js';
-import { inboundWebhook, postSignedWebhook, waMessage } from '../fake-graph/webhooks.js';
+import {
+  inboundWebhook,
+  postSignedWebhook,
+  stampWebhooksWith,
+  waMessage,
+} from '../fake-graph/webhooks.js';
 import {
   createPrivateDatabase,
   newAccount,
@@ -65,6 +70,8 @@ export async function startE2E(config: Partial<AppConfig> = {}): Promise<E2E> {
   });
   await t.app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = t.app.server.address() as { port: number };
+  // Meta's webhooks carry the time the person wrote, on the app's clock.
+  stampWebhooksWith(t.clock);
   return {
     t,
     graph,

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { webhookNow } from './webhooks.js';
 
 /**
  * Messenger (`object: "page"`) and Instagram (`object: "instagram"`) webhook payloads, shaped
@@ -34,11 +35,11 @@ export function pageWebhook(
   entryId: string,
   ...messaging: Json[]
 ): Json {
-  return { object, entry: [{ id: entryId, time: Date.now(), messaging }] };
+  return { object, entry: [{ id: entryId, time: webhookNow(), messaging }] };
 }
 
 /** One `messaging[]` event from a person to the business. */
-export function fromPerson(sender: string, business: string, event: Json, at = Date.now()): Json {
+export function fromPerson(sender: string, business: string, event: Json, at = webhookNow()): Json {
   return { sender: { id: sender }, recipient: { id: business }, timestamp: at, ...event };
 }
 

@@ -23,8 +23,25 @@ export function wamid(): string {
   return `wamid.${randomBytes(30).toString('base64')}`;
 }
 
+/**
+ * Where webhook timestamps come from: the app's test clock, once a test set it with
+ * `stampWebhooksWith` (the service opens the 24-hour window at Meta's timestamp, so a test that
+ * moves its clock must stamp what Meta would), else the real clock.
+ */
+let stampClock: { now(): Date } = { now: () => new Date() };
+
+/** Webhooks built from now on carry this clock's time (see above). */
+export function stampWebhooksWith(clock: { now(): Date }): void {
+  stampClock = clock;
+}
+
+/** Now, in milliseconds, as webhook timestamps carry it. */
+export function webhookNow(): number {
+  return stampClock.now().getTime();
+}
+
 function timestamp(): string {
-  return String(Math.floor(Date.now() / 1000));
+  return String(Math.floor(webhookNow() / 1000));
 }
 
 /** `value.contacts[]`: who wrote, with the name on their profile. */

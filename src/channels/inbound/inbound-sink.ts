@@ -52,6 +52,11 @@ export interface ProviderInboundMessage {
         kind: string;
       })
     | null;
+  /**
+   * When the provider says the person sent it (Meta's `timestamp`); the 24-hour window opens
+   * then, or at the recording if that is earlier. Null when the provider does not say.
+   */
+  sentAt?: Date | null;
 }
 
 /** A delivery report on one of our outbound messages. */
@@ -97,6 +102,8 @@ export interface SinkInboundMessage {
   /** `{PUBLIC_URL}/v1/media/{id}` for image and document; null for text. */
   mediaUrl: string | null;
   providerMessageId: string;
+  /** When the provider says the person sent it (see ProviderInboundMessage). */
+  sentAt?: Date | null;
 }
 
 /** An inbound message from a sender known by phone. */

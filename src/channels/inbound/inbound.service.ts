@@ -666,6 +666,7 @@ export class InboundWebhooksService {
       content: message.content,
       mediaUrl: null as string | null,
       providerMessageId: message.providerMessageId,
+      sentAt: message.sentAt ?? null,
     };
     if (!message.media) return recorded;
     const media = this.deps.media;
@@ -879,6 +880,7 @@ function plainContent(
       content: m.content,
       mediaUrl: null,
       providerMessageId: m.providerMessageId,
+      sentAt: m.sentAt ?? null,
     });
   }
   const statuses: PlainWebhook['statuses'] = [];
@@ -903,5 +905,6 @@ function withoutMedia(
     content: message.content ? `${note}\n${message.content}` : note,
     mediaUrl: null,
     providerMessageId: message.providerMessageId,
+    sentAt: message.sentAt ?? null,
   };
 }

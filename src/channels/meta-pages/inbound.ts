@@ -76,14 +76,18 @@ export function parsePageWebhook(
       // Our own messages come back with the business as the sender (echoes).
       if (!sender || connection.entryIds.includes(sender)) continue;
       const timestamp = num(event.timestamp);
+      // When Meta says the person acted (ms): the 24-hour window opens then, not when we process it.
+      const sentAt =
+        timestamp !== null && Number.isSafeInteger(timestamp) ? new Date(timestamp) : null;
+      const said = (m: ProviderInboundMessage) => out.messages.push({ ...m, sentAt });
       if (isObj(event.message)) {
-        out.messages.push(...toMessages(event.message, sender, connection.channel));
+        toMessages(event.message, sender, connection.channel).forEach(said);
       } else if (isObj(event.reaction)) {
         const m = reaction(event.reaction, sender, timestamp);
-        if (m) out.messages.push(m);
+        if (m) said(m);
       } else if (isObj(event.postback)) {
         const m = postback(event.postback, sender, timestamp);
-        if (m) out.messages.push(m);
+        if (m) said(m);
       } else if (isObj(event.delivery)) {
         const mids = list(event.delivery.mids)
           .map(str)

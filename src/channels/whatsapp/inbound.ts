@@ -104,7 +104,13 @@ function toMessage(m: unknown, names: Map<string, string>): ProviderInboundMessa
   // Meta may name the sender differently in `contacts` (a country's old number format), so a
   // lone profile is the sender's.
   const name = names.get(from) ?? (names.size === 1 ? [...names.values()][0]! : null);
-  const base = { providerMessageId: id, from: { phone: `+${from}`, name } };
+  // Seconds since the epoch, as a string: when the person sent it (the 24-hour window opens then).
+  const seconds = typeof m.timestamp === 'string' ? Number(m.timestamp) : m.timestamp;
+  const sentAt =
+    typeof seconds === 'number' && Number.isSafeInteger(seconds) && seconds > 0
+      ? new Date(seconds * 1000)
+      : null;
+  const base = { providerMessageId: id, from: { phone: `+${from}`, name }, sentAt };
   const type = str(m.type) ?? 'unknown';
 
   if (type === 'text') {
