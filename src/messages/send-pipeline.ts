@@ -141,6 +141,8 @@ export class SendPipeline {
     const worker = async () => {
       while (next < send.messages.length) {
         if (!this.leaseLasts(send) && !(await this.renewLease(send))) return;
+        // Another worker may have taken the last message while this one renewed.
+        if (next >= send.messages.length) return;
         const message = send.messages[next++]!;
         let outcome: SendOutcome;
         try {

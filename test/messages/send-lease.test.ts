@@ -4,10 +4,11 @@ import { createContact, sendJobsOf } from '../inbox-helpers.js';
 import { runnerOf, startSendTestApp } from './send-test-app.js';
 import { slowProvider } from './slow-provider.js';
 
-// A batch of 200 messages goes 64 calls at a time: 4 rounds of 250 ms calls, 1 s in all, longer
-// than its job's claim (600 ms here, 60 s in the service, where calls may take 20 s each).
-const LEASE_MS = 600;
-const { provider: slow, calls } = slowProvider(250);
+// A batch of 300 messages goes 64 calls at a time: 5 rounds of 400 ms calls, 2 s in all, longer
+// than its job's claim (1.5 s here, 60 s in the service, where calls may take 20 s each).
+const LEASE_MS = 1_500;
+const COUNT = 300;
+const { provider: slow, calls } = slowProvider(400);
 
 let t: TestApp;
 beforeAll(async () => {
@@ -18,7 +19,7 @@ afterAll(() => t.close());
 it('a batch slower than its claim renews it: no second runner picks the job up meanwhile', async () => {
   const acc = await newAccount(t);
   const contacts: { id: string }[] = [];
-  for (let i = 0; i < 200; i++) contacts.push(await createContact(acc));
+  for (let i = 0; i < COUNT; i++) contacts.push(await createContact(acc));
   const queued = await t.db.transaction().execute((trx) =>
     t.services.messages.queue(trx, acc.accountId, {
       channel: 'webchat',
@@ -48,9 +49,9 @@ it('a batch slower than its claim renews it: no second runner picks the job up m
   }
   const rows = await dispatch;
   expect(claimed).toBe(0);
-  expect(calls).toHaveLength(200);
-  expect(new Set(calls.map((m) => m.messageId)).size).toBe(200);
+  expect(calls).toHaveLength(COUNT);
+  expect(new Set(calls.map((m) => m.messageId)).size).toBe(COUNT);
   expect([...rows.values()].every((r) => r.status === 'sent')).toBe(true);
-  expect(rows.size).toBe(200);
+  expect(rows.size).toBe(COUNT);
   expect(await sendJobsOf(t.db, acc.accountId)).toEqual([]);
 });
