@@ -349,6 +349,36 @@ describe('stream caps', () => {
     }
   });
 
+  it('a HEAD answers what a GET would, at once, and opens nothing', async () => {
+    const { c, visitor, reply } = await chatting();
+    const stream = await openStream(base, c.widget_key, visitor.token);
+    try {
+      await stream.untilMessage('hello?');
+      const url = `${base}/webchat/v1/${c.widget_key}/stream`;
+      // More than the visitor's cap: had they opened streams, the one above would be replaced.
+      for (let i = 0; i < 6; i++) {
+        const res = await fetch(`${url}?token=${encodeURIComponent(visitor.token)}`, {
+          method: 'HEAD',
+          headers: { origin: ORIGIN },
+          signal: AbortSignal.timeout(2_000),
+        });
+        expect(res.status).toBe(200);
+        expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
+      }
+      const refused = await fetch(`${url}?token=forged`, {
+        method: 'HEAD',
+        headers: { origin: ORIGIN },
+        signal: AbortSignal.timeout(2_000),
+      });
+      expect(refused.status).toBe(401);
+      await reply('after the HEADs');
+      await stream.untilMessage('after the HEADs');
+      expect(stream.events().some((e) => e.event === 'end')).toBe(false);
+    } finally {
+      await stream.close();
+    }
+  });
+
   it('beyond the process’s cap a stream is a 503 with Retry-After', async () => {
     const small = await startTestApp({
       config: { secretsKey: SECRETS_KEY },

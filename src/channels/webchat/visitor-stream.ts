@@ -68,6 +68,8 @@ export class VisitorStreams {
    * is the one they look at.
    */
   openStream(res: ServerResponse, ctx: VisitorContext, since: Date, origin: string): void {
+    // A client gone while the stream was being opened: its response has closed already.
+    if (res.destroyed || !res.socket || res.socket.destroyed) return;
     const key = `${ctx.widget.accountId} ${ctx.visitor.id}`;
     const mine = this.byVisitor.get(key) ?? [];
     this.byVisitor.set(key, mine);

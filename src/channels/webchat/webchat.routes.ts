@@ -216,6 +216,13 @@ export async function webchatRoutes(
       const resume = req.headers['last-event-id'];
       const since = parseSince(typeof resume === 'string' ? resume : req.query.since);
       streams.admit();
+      // HEAD (which Fastify routes here too) answers what a GET would, but opens nothing: no
+      // header is sent before a body is, so its stream would hang, holding its place.
+      if (req.method === 'HEAD')
+        return (reply as FastifyReply)
+          .type('text/event-stream; charset=utf-8')
+          .header('Cache-Control', 'no-store')
+          .send();
       reply.hijack();
       reply.raw.writeHead(200, {
         ...(reply.getHeaders() as Record<string, string>),
