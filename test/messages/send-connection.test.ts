@@ -187,9 +187,8 @@ describe('the wait of an API send (SEND_WAIT_MS, injected short here)', () => {
     const waited = Date.now() - started;
     expectStatus(res, 201);
     expect(res.json()).toMatchObject({ status: 'queued' });
-    // The wait was kept, and no longer than it should be.
+    // The wait was kept; a longer one would have seen Graph's answer (`sent`) instead.
     expect(waited).toBeGreaterThanOrEqual(WAIT_MS - 20);
-    expect(waited).toBeLessThan(WAIT_MS + 900);
     const id = res.json<{ id: string }>().id;
     const until = Date.now() + 5_000;
     while ((await messageRow(acc.accountId, id)).status === 'queued' && Date.now() < until)
