@@ -11,12 +11,20 @@ import {
   type TestAccount,
   type TestApp,
 } from '../helpers.js';
-import { operationsOf, requestOf, type GeneratedRequest, type Operation } from './requests.js';
+import {
+  headsOf,
+  HIDDEN_OPERATIONS,
+  operationsOf,
+  requestOf,
+  type GeneratedRequest,
+  type Operation,
+} from './requests.js';
 import { asText, isToken, serialize, type Token } from './values.js';
 
 /*
  * Drives every operation of the service's own OpenAPI document (GET /v1/openapi.json, so the
- * fuzzer never drifts from the routes) with generated requests: valid values from each schema,
+ * fuzzer never drifts from the routes), the routes it hides (provider webhooks, /metrics,
+ * /widget.js) and HEAD of every GET, with generated requests: valid values from each schema,
  * often mutated with hostile ones. For every request it asserts that the answer is not a 5xx,
  * that a 4xx is the documented error envelope with a code of src/errors.ts and its status, and
  * that a refused request wrote nothing: every table of the database is fingerprinted before and
@@ -347,7 +355,8 @@ beforeAll(async () => {
   fuzz = await newAccount(t, { rateLimit: 1_000_000 });
 
   const doc = await t.app.inject({ method: 'GET', url: '/v1/openapi.json' });
-  ops = operationsOf(doc.json());
+  const documented = operationsOf(doc.json());
+  ops = [...documented, ...HIDDEN_OPERATIONS, ...headsOf([...documented, ...HIDDEN_OPERATIONS])];
 
   const { rows } = await sql<{ table_name: string }>`
     SELECT table_name FROM information_schema.tables

@@ -82,6 +82,76 @@ export function operationsOf(doc: OpenApi): Operation[] {
   return ops;
 }
 
+const text: Schema = { type: 'string' };
+const connectionId: Parameter = { name: 'connection_id', in: 'path', required: true, schema: text };
+
+/**
+ * Routes the OpenAPI document hides, driven all the same: the providers' webhooks (no API key;
+ * their ids are no resource of the run, so they answer as an unknown connection does, with
+ * garbage bodies and handshakes), the metrics and the widget script.
+ */
+export const HIDDEN_OPERATIONS: readonly Operation[] = [
+  {
+    method: 'GET',
+    path: '/channels/{connection_id}/webhook',
+    pathParams: [connectionId],
+    queryParams: [
+      { name: 'hub.mode', in: 'query', schema: { enum: ['subscribe', 'unsubscribe'] } },
+      { name: 'hub.verify_token', in: 'query', schema: text },
+      { name: 'hub.challenge', in: 'query', schema: text },
+    ],
+    body: undefined,
+    admin: false,
+  },
+  {
+    method: 'POST',
+    path: '/channels/{connection_id}/webhook',
+    pathParams: [connectionId],
+    queryParams: [],
+    body: {
+      type: 'object',
+      required: ['object', 'entry'],
+      properties: {
+        object: { enum: ['whatsapp_business_account', 'page', 'instagram'] },
+        entry: {
+          type: 'array',
+          items: {
+            type: 'object',
+            properties: {
+              id: text,
+              time: { type: 'integer' },
+              changes: { type: 'array', items: { type: 'object', properties: { field: text } } },
+              messaging: { type: 'array', items: { type: 'object' } },
+            },
+          },
+        },
+      },
+    },
+    admin: false,
+  },
+  {
+    method: 'GET',
+    path: '/metrics',
+    pathParams: [],
+    queryParams: [],
+    body: undefined,
+    admin: false,
+  },
+  {
+    method: 'GET',
+    path: '/widget.js',
+    pathParams: [],
+    queryParams: [],
+    body: undefined,
+    admin: false,
+  },
+];
+
+/** HEAD of every GET operation (Fastify answers HEAD on each GET route by running it). */
+export function headsOf(ops: readonly Operation[]): Operation[] {
+  return ops.filter((o) => o.method === 'GET').map((o) => ({ ...o, method: 'HEAD' }));
+}
+
 // The id prefix of src/ids.ts that a path segment's resource has; an unknown one takes any id.
 const PREFIX_OF_SEGMENT: Record<string, string[]> = {
   contacts: ['con'],
@@ -213,15 +283,50 @@ export function valueOf(schema: Schema, name?: string): fc.Arbitrary<unknown> {
   }
 }
 
+const pad = (n: number, width = 2) => String(Math.abs(n)).padStart(width, '0');
+
+/**
+ * A wall-clock time of years 0001 to 9999 written with an offset: near the ends of that range
+ * the instant it names may fall outside it (9999-12-31T23:59:59.999-00:01), which is refused.
+ */
+const anyDateTime = fc
+  .tuple(
+    fc.oneof(
+      fc.date({
+        min: new Date('0001-01-01T00:00:00Z'),
+        max: new Date('9999-12-31T23:59:59.999Z'),
+        noInvalidDate: true,
+      }),
+      fc.constantFrom(
+        new Date('0001-01-01T00:00:00.000Z'),
+        new Date('9999-12-31T23:59:59.999Z'),
+        new Date('9999-12-31T23:30:00.000Z'),
+      ),
+    ),
+    fc.oneof(fc.integer({ min: -1439, max: 1439 }), fc.constantFrom(0, -1, 1, -1439, 1439)),
+    fc.boolean(),
+  )
+  .map(([wall, offset, z]) => {
+    const text = wall.toISOString().slice(0, -1);
+    if (z && offset === 0) return `${text}Z`;
+    return `${text}${offset < 0 ? '-' : '+'}${pad(Math.trunc(offset / 60))}:${pad(offset % 60)}`;
+  });
+
 function stringOf(schema: Schema): fc.Arbitrary<string> {
   if (schema.format === 'date-time') {
-    return fc
-      .date({
-        min: new Date('2000-01-01T00:00:00Z'),
-        max: new Date('2099-12-31T00:00:00Z'),
-        noInvalidDate: true,
-      })
-      .map((d) => d.toISOString());
+    return fc.oneof(
+      {
+        arbitrary: fc
+          .date({
+            min: new Date('2000-01-01T00:00:00Z'),
+            max: new Date('2099-12-31T00:00:00Z'),
+            noInvalidDate: true,
+          })
+          .map((d) => d.toISOString()),
+        weight: 3,
+      },
+      { arbitrary: anyDateTime, weight: 1 },
+    );
   }
   if (schema.format === 'email') return fc.constant('someone@example.com');
   if (schema.format === 'uri') return fc.constant(LOCAL_HTTPS);
@@ -295,8 +400,12 @@ const hostilePathIds: readonly string[] = [
 
 function pathParamOf(op: Operation, p: Parameter): fc.Arbitrary<{ value: unknown; note?: string }> {
   const prefixes = prefixesForParam(op.path, p.name);
+  // A parameter that names one of a few things (a channel) takes them; any other, an id.
+  const valid = p.schema.enum
+    ? fc.constantFrom(...p.schema.enum).map((v) => ({ value: v }))
+    : fc.nat().map((i) => ({ value: idToken(prefixes, i) }));
   return fc.oneof(
-    { arbitrary: fc.nat().map((i) => ({ value: idToken(prefixes, i) })), weight: 7 },
+    { arbitrary: valid, weight: 7 },
     {
       arbitrary: fc
         .constantFrom(...hostilePathIds)
@@ -630,7 +739,10 @@ export function requestOf(op: Operation): fc.Arbitrary<GeneratedRequest> {
       if (g.clean) {
         const pathValues: Record<string, unknown> = {};
         op.pathParams.forEach((p, i) => {
-          pathValues[p.name] = idToken(prefixesForParam(op.path, p.name), g.validIds[i]!);
+          const n = g.validIds[i]!;
+          pathValues[p.name] = p.schema.enum
+            ? p.schema.enum[n % p.schema.enum.length]
+            : idToken(prefixesForParam(op.path, p.name), n);
         });
         return {
           op,
