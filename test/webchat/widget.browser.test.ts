@@ -654,6 +654,23 @@ describe.skipIf(!RUN)('the webchat widget in Chromium', () => {
     await context.close();
   });
 
+  it('webchat disconnected: the open widget is told by its stream and says so', async () => {
+    const { acc } = await setUp('/disconnected');
+    const context = await browser.newContext();
+    const page = await openWidget(context, `${site.origin}/disconnected`);
+    await write(page, 'still there?');
+    await received(acc, 'still there?');
+    await items(page).filter({ hasText: 'still there?' }).locator('time').waitFor();
+    expectStatus(await acc.call({ method: 'DELETE', url: '/v1/channels/webchat' }), 200);
+    await expect
+      .poll(() => page.getByText('This chat is no longer available.').isVisible(), {
+        timeout: 10_000,
+      })
+      .toBe(true);
+    expect(await page.getByRole('textbox', { name: 'Message' }).isDisabled()).toBe(true);
+    await context.close();
+  });
+
   it('on a phone the open panel is a modal dialog that keeps the focus', async () => {
     await setUp('/phone');
     const context = await browser.newContext({
