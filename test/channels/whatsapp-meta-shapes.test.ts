@@ -137,9 +137,11 @@ describe('WhatsApp webhooks in the layout of Meta reference', () => {
       status: 'failed',
       failure_reason: expect.stringMatching(/^\(#131047\) Re-engagement message/),
     });
-    expect((await events(e, c.acc.accountId, 'message.failed')).map((x) => x.data.id)).toEqual([
-      second.json().id,
-    ]);
+    expect(
+      (await events(e, c.acc.accountId, 'message.failed')).map(
+        (x) => (x.data as { id: string }).id,
+      ),
+    ).toEqual([second.json().id]);
   });
 
   it('a value-level errors notification (no message, no status) is taken and changes nothing', async () => {
@@ -185,11 +187,18 @@ describe('WhatsApp webhooks in the layout of Meta reference', () => {
       },
     });
     expect(created.statusCode, created.body).toBe(201);
-    const submitted = e.graph.templates.find((t) => t.name === name)!;
+    // The id Meta gave the template when it was submitted.
+    const { provider_template_id: templateId } = await e.t.db
+      .selectFrom('templates')
+      .select('provider_template_id')
+      .where('account_id', '=', c.acc.accountId)
+      .where('id', '=', created.json().id)
+      .executeTakeFirstOrThrow();
+    expect(templateId).toMatch(/^\d+$/);
     const update = (event: string, reason: string) =>
       envelope(c, 'message_template_status_update', {
         event,
-        message_template_id: Number(submitted.id),
+        message_template_id: Number(templateId),
         message_template_name: name,
         message_template_language: 'en_US',
         reason,
