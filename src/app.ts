@@ -58,6 +58,7 @@ import { mediaRoutes } from './media/media.routes.js';
 import { MediaService } from './media/media.service.js';
 import { WhatsAppCloudProvider } from './channels/whatsapp/whatsapp-cloud.provider.js';
 import { PageMessagingProvider } from './channels/meta-pages/page-messaging.provider.js';
+import { ProviderIdAliasesRepository } from './channels/meta-pages/provider-id-aliases.repository.js';
 import { WhatsAppTemplates } from './channels/whatsapp/templates.js';
 import { ConversationsRepository } from './conversations/conversations.repository.js';
 import { conversationsRoutes } from './conversations/conversations.routes.js';
@@ -204,6 +205,7 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
       .catch((err: unknown) =>
         log.error({ err, connection: row.id }, 'recording a refused token failed'),
       );
+  const providerIdAliases = new ProviderIdAliasesRepository(db);
   // Messenger and Instagram both send through the Page's Send API with the page token.
   const pageProvider =
     (channel: 'messenger' | 'instagram'): ProviderFactory =>
@@ -214,6 +216,21 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
         pageId: String(row.settings.page_id),
         pageAccessToken: secrets.page_access_token!,
         tokenRefused: (reason) => refused(row, reason),
+        // A caption's own message id names the message too (reads and deliveries may name it).
+        captionSent: (attachmentId, captionId) =>
+          providerIdAliases
+            .add(row.account_id, captionId, attachmentId, clock.now())
+            .catch((err: unknown) =>
+              log.error(
+                { err, connection: row.id, message: attachmentId },
+                'recording a caption’s message id failed; reports naming it will be dropped',
+              ),
+            ),
+        captionFailed: (attachmentId, reason) =>
+          log.warn(
+            { connection: row.id, message: attachmentId, reason },
+            'caption not sent; the attachment was, so the message stays sent without it',
+          ),
       });
   const resolver = new ConnectionProviderResolver({
     connections: connectionsRepo,
@@ -335,6 +352,7 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
   const inbound = new InboundWebhooksService({
     tx,
     webhooks: new InboundWebhooksRepository(db),
+    providerIdAliases,
     connections: connectionsRepo,
     connectionCache: caches.connectionById,
     secrets: secretBox,

@@ -28,6 +28,7 @@ import * as m014 from './migrations/014_template_notify.js';
 import * as m015 from './migrations/015_webchat_visitor_contact.js';
 import * as m016 from './migrations/016_broadcast_awaiting.js';
 import * as m017 from './migrations/017_channel_pacing.js';
+import * as m018 from './migrations/018_provider_id_aliases.js';
 
 export type Db = Kysely<Tables>;
 export type Tx = Transaction<Tables>;
@@ -142,6 +143,7 @@ const migrations: Record<string, Migration> = {
   '015_webchat_visitor_contact': m015,
   '016_broadcast_awaiting': m016,
   '017_channel_pacing': m017,
+  '018_provider_id_aliases': m018,
 };
 
 /** Applies pending migrations; Kysely's migrator takes a lock, so concurrent starts are safe. */

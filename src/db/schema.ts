@@ -314,6 +314,16 @@ export interface InboundWebhooksTable {
   processed_at: Timestamp | null;
 }
 
+/** Another provider id of a message (a captioned attachment's caption, sent apart on Meta's pages). */
+export interface ProviderIdAliasesTable {
+  account_id: string;
+  /** The other provider id (the caption's message id). */
+  alias: string;
+  /** The provider id of the message it names (messages.provider_message_id). */
+  provider_message_id: string;
+  created_at: Timestamp;
+}
+
 export interface MediaTable {
   account_id: string;
   id: string;
@@ -337,6 +347,7 @@ export interface Tables {
   webchat_visitors: WebchatVisitorsTable;
   channel_connections: ChannelConnectionsTable;
   inbound_webhooks: InboundWebhooksTable;
+  provider_id_aliases: ProviderIdAliasesTable;
   media: MediaTable;
   broadcasts: BroadcastsTable;
   channel_pacing: ChannelPacingTable;

@@ -8,6 +8,7 @@ import { inboundWebhookRoutes } from '../../src/channels/inbound/inbound.routes.
 import { InboundWebhooksService } from '../../src/channels/inbound/inbound.service.js';
 import { ConnectionsRepository } from '../../src/channels/connections/connections.repository.js';
 import { SecretBox } from '../../src/channels/connections/secret-box.js';
+import { ProviderIdAliasesRepository } from '../../src/channels/meta-pages/provider-id-aliases.repository.js';
 import { GraphClient } from '../../src/channels/meta/graph-client.js';
 import { Transactor } from '../../src/db/transactor.js';
 import { installApiAuth } from '../../src/http/auth.js';
@@ -71,6 +72,7 @@ export async function startInboundHarness(
   const inbound = new InboundWebhooksService({
     tx: new Transactor(t.db),
     webhooks: new InboundWebhooksRepository(t.db),
+    providerIdAliases: new ProviderIdAliasesRepository(t.db),
     connections: new ConnectionsRepository(t.db),
     secrets: secretBox,
     jobs: new JobQueue(t.clock),

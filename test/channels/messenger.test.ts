@@ -3,6 +3,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { OutboundMessage } from '../../src/channels/channel.js';
 import {
   INBOUND_WAIT_DELAYS_MS,
+  PAGE_UNKNOWN_WAITS,
   PROFILE_RETRY_DELAYS_MS,
 } from '../../src/channels/inbound/inbound.service.js';
 import { PageMessagingProvider } from '../../src/channels/meta-pages/page-messaging.provider.js';
@@ -44,6 +45,7 @@ describe('Messenger provider: Send API requests (DESIGN §4 "Sending")', () => {
   const PAGE = { id: '104763942387123', token: 'EAAP-messenger-page-token', name: 'Acme' };
   const PSID = '6203918263011234';
   const refusals: string[] = [];
+  const captions: Array<{ sent: [string, string] } | { failed: [string, string] }> = [];
   let provider: PageMessagingProvider;
   beforeAll(() => {
     h.graph.addPage(PAGE);
@@ -56,11 +58,17 @@ describe('Messenger provider: Send API requests (DESIGN §4 "Sending")', () => {
         refusals.push(reason);
         return Promise.resolve();
       },
+      captionSent: (attachment, caption) => {
+        captions.push({ sent: [attachment, caption] });
+        return Promise.resolve();
+      },
+      captionFailed: (attachment, reason) => void captions.push({ failed: [attachment, reason] }),
     });
   });
   beforeEach(() => {
     h.graph.reset();
     refusals.length = 0;
+    captions.length = 0;
   });
 
   const SEND = { method: 'POST', resource: `${PAGE.id}/messages` };
@@ -134,8 +142,12 @@ describe('Messenger provider: Send API requests (DESIGN §4 "Sending")', () => {
     ]);
     const first = h.graph.find(SEND)[0]!;
     expect(outcome).toEqual({ status: 'accepted', providerMessageId: expect.any(String) });
-    // The fake answers the recipient and a fresh message id; the first one is ours.
+    // The fake answers the recipient and a fresh message id; the first one is ours, the
+    // caption's is told as another name of the message.
     expect(first.json).toMatchObject({ message: { attachment: { type: 'file' } } });
+    const id = outcome.status === 'accepted' ? outcome.providerMessageId : '';
+    expect(captions).toEqual([{ sent: [id, expect.stringMatching(/^m_/)] }]);
+    expect((captions[0] as { sent: [string, string] }).sent[1]).not.toBe(id);
   });
 
   it('a caption Meta refuses does not fail the message whose attachment went out', async () => {
@@ -153,6 +165,9 @@ describe('Messenger provider: Send API requests (DESIGN §4 "Sending")', () => {
     );
     expect(outcome.status).toBe('accepted');
     expect(h.graph.find(SEND)).toHaveLength(2);
+    // Told, to be logged: the caption is lost, not silently.
+    const id = outcome.status === 'accepted' ? outcome.providerMessageId : '';
+    expect(captions).toEqual([{ failed: [id, '(#100) Invalid parameter'] }]);
   });
 
   it('a contact without a PSID on the page is failed with a reason, and Graph is not called', async () => {
@@ -702,5 +717,48 @@ describe('Messenger webhooks (object "page")', () => {
     h.t.clock.advance(INBOUND_WAIT_DELAYS_MS[0]!);
     await h.drain(conn.accountId);
     expect(await statusOf(h, conn.accountId, ids[0]!)).toBe('delivered');
+  });
+
+  it('a delivery or read naming a mid we never sent (a reply from the Page inbox) waits seconds, not minutes, and holds up nothing else', async () => {
+    const psid = person();
+    const known = mid();
+    const { ids } = await pageConversation(h, conn, psid, [
+      { providerMessageId: known, at: new Date(Date.now() - 60_000) },
+    ]);
+    const [foreign, foreignRead, text] = [mid(), mid(), mid()];
+    await deliverPage(
+      h,
+      conn,
+      page(
+        fromPerson(psid, conn.pageId, pageEvent.delivery([foreign, known], Date.now())),
+        fromPerson(psid, conn.pageId, pageEvent.readMid(foreignRead)),
+        fromPerson(psid, conn.pageId, pageEvent.text('thanks!', text)),
+      ),
+    );
+    // Everything we know of took effect at once.
+    expect(await statusOf(h, conn.accountId, ids[0]!)).toBe('delivered');
+    expect((await inboundOf(h, conn.accountId)).map((m) => m.provider_message_id)).toEqual([text]);
+    const pending = () =>
+      h.t.db
+        .selectFrom('inbound_webhooks')
+        .select('processed_at')
+        .where('account_id', '=', conn.accountId)
+        .executeTakeFirstOrThrow();
+    expect((await pending()).processed_at).toBeNull();
+    // Two short waits (a send of ours may still be recording its id), then dropped.
+    let waited = 0;
+    for (const delay of INBOUND_WAIT_DELAYS_MS.slice(0, PAGE_UNKNOWN_WAITS)) {
+      h.t.clock.advance(delay);
+      await h.drain(conn.accountId);
+      waited += delay;
+    }
+    expect(waited).toBeLessThanOrEqual(15_000);
+    expect((await pending()).processed_at).not.toBeNull();
+    const jobs = await h.t.db
+      .selectFrom('jobs')
+      .select('kind')
+      .where('account_id', '=', conn.accountId)
+      .execute();
+    expect(jobs).toEqual([]);
   });
 });

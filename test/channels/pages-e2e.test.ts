@@ -191,6 +191,48 @@ describe.each([
     expect(conversation).toMatchObject({ contact_id, channel });
   });
 
+  it('a captioned image is two Send API messages; a delivery or a read naming the caption’s id applies to the image', async () => {
+    const sender = person();
+    const { contact_id } = await writes(sender);
+    const url = e.media.url('/files/photo.png');
+    const res = await sendOn(c, { contact_id, type: 'image', media_url: url, content: 'Size M' });
+    expect(res.statusCode, res.body).toBe(201);
+    expect(res.json()).toMatchObject({ status: 'sent', content: 'Size M' });
+    expect(sentBodies(c)).toEqual([
+      sendApiBody(sender, { attachment: { type: 'image', payload: { url } } }),
+      sendApiBody(sender, { text: 'Size M' }),
+    ]);
+    const row = await messageRow(e, c.acc.accountId, res.json().id);
+    const aliases = await e.t.db
+      .selectFrom('provider_id_aliases')
+      .select(['alias', 'provider_message_id'])
+      .where('account_id', '=', c.acc.accountId)
+      .execute();
+    expect(aliases).toEqual([
+      { alias: expect.stringMatching(/^m_/), provider_message_id: row.provider_message_id },
+    ]);
+    const caption = aliases[0]!.alias;
+    expect(caption).not.toBe(row.provider_message_id);
+
+    const at = e.t.clock.now().getTime();
+    await deliverAndDrain(
+      e,
+      c,
+      hook(fromPerson(sender, c.entryId, pageEvent.delivery([caption], at))),
+    );
+    expect((await messageRow(e, c.acc.accountId, row.id)).status).toBe('delivered');
+    // Instagram's read names the newest message it saw: the caption.
+    await deliverAndDrain(e, c, hook(fromPerson(sender, c.entryId, pageEvent.readMid(caption))));
+    expect((await messageRow(e, c.acc.accountId, row.id)).status).toBe('read');
+    const unprocessed = await e.t.db
+      .selectFrom('inbound_webhooks')
+      .select('id')
+      .where('account_id', '=', c.acc.accountId)
+      .where('processed_at', 'is', null)
+      .execute();
+    expect(unprocessed).toEqual([]);
+  });
+
   it(
     channel === 'messenger'
       ? 'a delivery by mids marks the message delivered, a read watermark marks it read, each once'

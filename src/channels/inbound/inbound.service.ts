@@ -17,6 +17,7 @@ import type { Channel } from '../../db/schema.js';
 import { downloadPageAttachment } from '../meta-pages/inbound-media.js';
 import { parsePageWebhook } from '../meta-pages/inbound.js';
 import { lookUpSenderName } from '../meta-pages/profiles.js';
+import type { ProviderIdAliasesRepository } from '../meta-pages/provider-id-aliases.repository.js';
 import { classifyGraphError, GraphError, type GraphClient } from '../meta/graph-client.js';
 import { downloadWhatsAppMedia, MediaDownloadError } from '../whatsapp/inbound-media.js';
 import { parseWhatsAppWebhook } from '../whatsapp/inbound.js';
@@ -39,6 +40,14 @@ import { isValidHubSignature, sameSecret } from './signature.js';
  * instead of its file, and the status report is dropped (logged).
  */
 export const INBOUND_WAIT_DELAYS_MS = [2_000, 10_000, 30_000, 120_000, 600_000];
+
+/**
+ * How many of INBOUND_WAIT_DELAYS_MS a Messenger or Instagram report on a message id we do not
+ * know waits (2 s, then 10 s): there, unlike WhatsApp, reports also name messages we never sent
+ * (replies from the Page inbox or the Instagram app, whose echoes are ignored), so a report is
+ * only given the time a send of ours takes to record its id, not minutes.
+ */
+export const PAGE_UNKNOWN_WAITS = 2;
 
 /**
  * Delays between attempts after unexpected failures (the database away); past the last one the
@@ -181,6 +190,8 @@ export class InboundWebhooksService {
     private readonly deps: {
       tx: Transactor;
       webhooks: InboundWebhooksRepository;
+      /** Other provider ids of our messages (captions sent apart on Messenger and Instagram). */
+      providerIdAliases: Pick<ProviderIdAliasesRepository, 'resolve'>;
       connections: ConnectionsRepository;
       /** Connections by id, kept correct by the cache feed (none: every lookup reads). */
       connectionCache?: ReadCache<ConnectionRow>;
@@ -603,20 +614,37 @@ export class InboundWebhooksService {
       }
     }
 
+    // On Messenger and Instagram a report may name a caption's id (another name of the message
+    // sent with it), or a message we never sent: it waits only briefly (PAGE_UNKNOWN_WAITS).
+    const pages = connection.provider === 'messenger' || connection.provider === 'instagram';
+    const mayWait = !lastAttempt && (!pages || attempt <= PAGE_UNKNOWN_WAITS);
+    const aliases = pages
+      ? await this.deps.providerIdAliases.resolve(accountId, [
+          ...content.statuses.map((s) => s.providerMessageId),
+          ...(content.watermarks ?? []).flatMap((w) =>
+            'providerMessageId' in w.upTo ? [w.upTo.providerMessageId] : [],
+          ),
+        ])
+      : new Map<string, string>();
+    const named = (id: string) => aliases.get(id) ?? id;
+    const dropped = (what: Record<string, unknown>) =>
+      pages
+        ? log.info(
+            what,
+            'report names no message we sent (a reply sent outside Switchboard?); dropped',
+          )
+        : log.warn(what, 'status report for an unknown message; dropped');
+
     for (const status of content.statuses) {
       // `sent` confirms what an accepted message already is.
       if (status.status === 'sent') continue;
       const result = await this.deps.sink.applyProviderStatus(scope, {
-        providerMessageId: status.providerMessageId,
+        providerMessageId: named(status.providerMessageId),
         status: status.status,
         reason: status.reason,
       });
       if (result !== 'unknown') continue;
-      if (lastAttempt)
-        log.warn(
-          { message: status.providerMessageId, status: status.status },
-          'status report for an unknown message; dropped',
-        );
+      if (!mayWait) dropped({ message: status.providerMessageId, status: status.status });
       else waiting.push(`status ${status.status} of unknown message ${status.providerMessageId}`);
     }
 
@@ -625,13 +653,22 @@ export class InboundWebhooksService {
         channel: connection.channel,
         identity: mark.identity,
         status: mark.status,
-        upTo: mark.upTo,
+        upTo:
+          'providerMessageId' in mark.upTo
+            ? { providerMessageId: named(mark.upTo.providerMessageId) }
+            : mark.upTo,
       });
       if (result !== 'unknown') continue;
       // A read by message id may overtake the recording of that message's id, as statuses do; a
       // watermark from someone we have no conversation with names nothing we sent.
-      if ('providerMessageId' in mark.upTo && !lastAttempt)
+      if ('providerMessageId' in mark.upTo && mayWait)
         waiting.push(`${mark.status} up to unknown message ${mark.upTo.providerMessageId}`);
+      else if ('providerMessageId' in mark.upTo)
+        dropped({
+          identity: mark.identity,
+          message: mark.upTo.providerMessageId,
+          status: mark.status,
+        });
       else
         log.warn(
           { identity: mark.identity, status: mark.status },
@@ -863,13 +900,16 @@ export class InboundWebhooksService {
 /**
  * What a webhook says when there is nothing to it but text from senders known by phone and
  * delivery reports (WhatsApp's everyday traffic): no file to download, no profile to look up,
- * no template review or watermark. Null otherwise.
+ * no template review or watermark, not Messenger's or Instagram's. Null otherwise.
  */
 function plainContent(
   channel: Channel,
   content: ProviderWebhookContent,
 ): Pick<PlainWebhook, 'messages' | 'statuses'> | null {
   if (content.templates.length > 0 || (content.watermarks ?? []).length > 0) return null;
+  // Messenger and Instagram reports may name a caption's id or a message we never sent: the full
+  // path resolves the one and waits only briefly for the other (see processContent).
+  if (channel === 'messenger' || channel === 'instagram') return null;
   const messages: PhoneSinkMessage[] = [];
   for (const m of content.messages) {
     if (m.media !== null || !('phone' in m.from)) return null;

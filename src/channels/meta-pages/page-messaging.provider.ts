@@ -14,6 +14,14 @@ export interface PageMessagingOptions {
    * that the connection shows the refusal until it is connected again. Must not throw.
    */
   tokenRefused?: (reason: string) => Promise<void>;
+  /**
+   * Told when a caption, sent after its attachment, was accepted under its own message id, so
+   * that reports naming that id apply to the message (see ProviderIdAliasesRepository). A
+   * failure is logged by the caller; it must not throw.
+   */
+  captionSent?: (attachmentId: string, captionId: string) => Promise<void>;
+  /** Told when a caption could not be sent (its attachment was); must not throw. */
+  captionFailed?: (attachmentId: string, reason: string) => void;
 }
 
 /** Meta's answer to a Send API call: `message_id` names the message in later webhooks. */
@@ -54,8 +62,23 @@ export class PageMessagingProvider implements ChannelProvider {
       };
     if (request.caption) {
       // The attachment is delivered whatever happens now, so the message is sent: a caption that
-      // fails is lost rather than the whole message retried (which would repeat the attachment).
-      await this.post(request.caption, signal).catch(() => undefined);
+      // fails is lost (and told, to be logged) rather than the whole message retried, which would
+      // repeat the attachment.
+      try {
+        const caption = (await this.post(request.caption, signal)).message_id;
+        if (typeof caption === 'string' && caption !== '')
+          await this.opts.captionSent?.(id, caption);
+        else this.opts.captionFailed?.(id, 'accepted without a message id');
+      } catch (err) {
+        this.opts.captionFailed?.(
+          id,
+          err instanceof GraphError
+            ? err.describe()
+            : err instanceof Error
+              ? err.message
+              : String(err),
+        );
+      }
     }
     return { status: 'accepted', providerMessageId: id };
   }
