@@ -316,6 +316,52 @@ describe('Instagram webhooks (object "instagram")', () => {
       expect(d.token).toBeNull();
   });
 
+  it('a post share (Meta’s example: `share` and `ig_post` attachments) is one message, whether or not their URLs match', async () => {
+    const igsid = person();
+    const postUrl = h.graph.addPublicFile(
+      `post-${randomBytes(4).toString('hex')}`,
+      randomBytes(16),
+      'image/jpeg',
+    );
+    const otherUrl = h.graph.addPublicFile(
+      `post-${randomBytes(4).toString('hex')}`,
+      randomBytes(16),
+      'image/jpeg',
+    );
+    const title = 'Build a workspace that attracts talent and supports your team.';
+    const share = (url: string) => ({
+      type: 'share',
+      payload: { ig_post_media_id: '18139494541428835', title, url },
+    });
+    const igPost = (url: string) => ({
+      type: 'ig_post',
+      payload: { ig_post_media_id: '18139494541428835', title, url },
+    });
+    const [same, differ] = [mid(), mid()];
+    await deliverPage(
+      h,
+      conn,
+      ig(
+        fromPerson(
+          igsid,
+          account(),
+          pageEvent.attachments([share(postUrl), igPost(postUrl)], same),
+        ),
+        fromPerson(
+          igsid,
+          account(),
+          pageEvent.attachments([share(otherUrl), igPost(postUrl)], differ),
+        ),
+      ),
+    );
+    expect(
+      (await inboundOf(h, conn.accountId)).map((m) => [m.provider_message_id, m.type, m.content]),
+    ).toEqual([
+      [same, 'document', title],
+      [differ, 'document', title],
+    ]);
+  });
+
   it('read.mid marks that message and every earlier one of the conversation read, no later one', async () => {
     const igsid = person();
     const t0 = Date.now() - 60_000;

@@ -415,6 +415,44 @@ describe('Messenger webhooks (object "page")', () => {
     expect(await contactName(h, conn.accountId, recorded[0]!.contact_id)).toBe('Ada Byron');
   });
 
+  it('a fallback attachment without payload and a template attachment (Meta’s examples) are kept as readable text', async () => {
+    const psid = person();
+    const [fallback, template] = [mid(), mid()];
+    await deliverPage(
+      h,
+      conn,
+      page(
+        fromPerson(
+          psid,
+          conn.pageId,
+          pageEvent.attachments([{ type: 'fallback' } as never], fallback),
+        ),
+        fromPerson(
+          psid,
+          conn.pageId,
+          pageEvent.attachments(
+            [
+              {
+                type: 'template',
+                payload: {
+                  template_type: 'generic',
+                  elements: [{ title: 'Blue shirt', subtitle: 'Size M' }],
+                },
+              },
+            ],
+            template,
+          ),
+        ),
+      ),
+    );
+    expect(
+      (await inboundOf(h, conn.accountId)).map((m) => [m.provider_message_id, m.type, m.content]),
+    ).toEqual([
+      [fallback, 'text', '[Messenger fallback without content]'],
+      [template, 'text', '[Messenger template without content]'],
+    ]);
+  });
+
   it('takes each mid once however often Meta sends it', async () => {
     const psid = person();
     const payload = page(fromPerson(psid, conn.pageId, pageEvent.text('once')));

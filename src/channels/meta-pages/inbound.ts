@@ -149,8 +149,13 @@ function toMessages(m: Obj, sender: string, channel: PageChannel): ProviderInbou
   // one file, kept once.
   const seen = new Set<string>();
   const parts: ProviderInboundMessage[] = [];
-  for (const a of list(m.attachments)) {
+  const attachments = list(m.attachments);
+  // A shared Instagram post comes as a `share` and an `ig_post` attachment (Meta's transition
+  // from November 2025), their URLs not always equal: one post, kept once, as the ig_post.
+  const igPost = attachments.some((a) => isObj(a) && a.type === 'ig_post');
+  for (const a of attachments) {
     if (!isObj(a)) continue;
+    if (igPost && a.type === 'share') continue;
     const kind = (str(a.type) ?? 'file').slice(0, 40);
     const payload = isObj(a.payload) ? a.payload : {};
     const url = str(payload.url);
