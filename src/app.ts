@@ -466,6 +466,8 @@ export async function buildApp(
     routerOptions: { ignoreTrailingSlash: true },
     frameworkErrors: answerRouterError,
     clientErrorHandler: answerClientError,
+    // A missing Host is refused in the error envelope by installErrorHandlers, not by Node.
+    http: { requireHostHeader: false },
   });
   app.setValidatorCompiler(validatorCompiler);
   // Webhooks being processed right after their storage finish before Graph's client closes.

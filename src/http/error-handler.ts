@@ -142,6 +142,17 @@ function answerExpectation(_request: IncomingMessage, response: ServerResponse):
 
 export function installErrorHandlers(app: FastifyInstance): void {
   app.server.on('checkExpectation', answerExpectation);
+  // Node closes a CONNECT's socket without a word when nothing listens: this is no proxy.
+  app.server.on('connect', (_request: IncomingMessage, socket: Duplex) => {
+    socket.on('error', () => socket.destroy());
+    socket.end(rawResponse(400, 'invalid_request', 'CONNECT is not supported: this is no proxy'));
+  });
+  // HTTP/1.1 requires a Host header (RFC 9112 3.2). Node would refuse its absence with an empty
+  // 400 of its own; the server lets such requests through (requireHostHeader: false) to here.
+  app.addHook('onRequest', async (request) => {
+    if (request.raw.httpVersion === '1.1' && request.headers.host === undefined)
+      throw new AppError('invalid_request', 'an HTTP/1.1 request must carry a Host header');
+  });
   // Request bodies are JSON only (SPEC.md 1.2). Fastify also parses text/plain by default, which
   // would let a text body reach validation as a string (422); without the parser it is a 400.
   app.removeContentTypeParser('text/plain');

@@ -109,6 +109,24 @@ describe('requests the HTTP parser refuses', () => {
     expect(error.message).toMatch(/100-continue/);
   });
 
+  it('an HTTP/1.1 request without Host: 400 in the envelope (Node answers it with no body)', async () => {
+    const error = expectEnvelope(
+      await exchange('GET /v1/contacts HTTP/1.1\r\nConnection: close\r\n\r\n'),
+      400,
+    );
+    expect(error.message).toMatch(/Host/);
+    // HTTP/1.0 has no Host to require.
+    const old = await exchange('GET /healthz HTTP/1.0\r\n\r\n');
+    expect(old.status).toBe(200);
+  });
+
+  it('CONNECT: 400 in the envelope (Node closes the connection without a word)', async () => {
+    expectEnvelope(
+      await exchange('CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n'),
+      400,
+    );
+  });
+
   it('leaves the server answering the next connection as usual', async () => {
     await exchange(get('/v1/contacts', 'X-A: a\u0001b\r\n'));
     const res = await exchange(get('/healthz', 'Connection: close\r\n'));
