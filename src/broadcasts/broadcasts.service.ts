@@ -224,8 +224,14 @@ export class BroadcastsService {
     const channel = await this.channelOf(accountId, id);
     if (!channel) return 'done';
     let provider: ChannelProvider;
+    // The connection the batch is queued for: its messages go through that one or none (a retry
+    // after the channel was disconnected or connected anew fails them; see SendPipeline).
+    let connectionId: string | null;
     try {
-      provider = await this.deps.providers.resolve(accountId, channel);
+      ({ provider, connectionId } = await this.deps.providers.resolveWithConnection(
+        accountId,
+        channel,
+      ));
     } catch (err) {
       if (!(err instanceof AppError)) throw err;
       // The channel is not connected and the sandbox is off: nothing can be sent.
@@ -347,6 +353,7 @@ export class BroadcastsService {
         // A real provider cannot reach a contact without an identity on the channel: such a
         // recipient fails with the reason, as one outside the 24-hour window does.
         provider: provider.name,
+        connectionId,
       });
       await this.deps.broadcasts.addRecipients(
         trx,
@@ -390,6 +397,8 @@ export class BroadcastsService {
             step.job,
             step.messages,
             provider,
+            1,
+            connectionId,
           );
           for (const row of rows.values()) {
             if (row.status === 'failed') failed++;

@@ -202,6 +202,48 @@ describe('a template broadcast on a WhatsApp connection', () => {
     }
   });
 
+  it('a batch is queued for its connection: disconnected before its retry, its messages fail and are not sent through the sandbox', async () => {
+    const c = await connectedAccount(e);
+    const tpl = await approvedTemplate(e, c, 'Back in stock: {{1}}');
+    const contacts = await audience(c, 'disconnected', 3);
+    e.graph.failNext(c.sendMatcher, 10_000, META_ERRORS.pairRateLimit);
+    const restore = freezeClock(e.t.clock);
+    try {
+      const b = await broadcast(c, 'disconnected', tpl.name);
+      // The batch recorded, not yet handed over (a crash here leaves it to a runner): its send
+      // job already names the connection.
+      const step = await e.t.services.broadcasts.queueNextBatch(c.acc.accountId, b.id, true);
+      expect(typeof step === 'object' && 'dispatch' in step).toBe(true);
+      const [queued] = await jobsOf(e, c.acc.accountId, 'message.send');
+      expect((queued!.payload as { connection_id?: string }).connection_id).toBe(c.connection.id);
+      if (typeof step === 'object' && 'dispatch' in step) await step.dispatch();
+      await drain(e, c.acc.accountId);
+      const del = await c.acc.call({ method: 'DELETE', url: '/v1/channels/whatsapp' });
+      expect(del.statusCode, del.body).toBe(200);
+      for (let i = 0; i < 3; i++) {
+        e.t.clock.advance(60_000);
+        await drain(e, c.acc.accountId);
+      }
+      const messages = await messagesOf(e.t.db, c.acc.accountId, b.id);
+      expect(messages.map((m) => m.status)).toEqual(contacts.map(() => 'failed'));
+      const reasons = await e.t.db
+        .selectFrom('messages')
+        .select('failure_reason')
+        .where('account_id', '=', c.acc.accountId)
+        .where('broadcast_id', '=', b.id)
+        .execute();
+      for (const r of reasons) expect(r.failure_reason).toMatch(/disconnected/);
+      expect(await getBroadcast(c, b.id)).toMatchObject({
+        status: 'failed',
+        stats: { sent: 0, failed: contacts.length },
+      });
+      // Graph was tried once per recipient, before the disconnect; nothing after it.
+      expect(e.graph.find(c.sendMatcher)).toHaveLength(contacts.length);
+    } finally {
+      restore();
+    }
+  });
+
   it('a broadcast whose every message is throttled until its retries run out ends failed, announced once', async () => {
     const c = await connectedAccount(e);
     const tpl = await approvedTemplate(e, c, 'Last call: {{1}} off');
