@@ -12,7 +12,11 @@ export interface ClaimedJob<K extends JobKind = JobKind> {
   kind: K;
   payload: JobPayloads[K];
   attempts: number;
-  /** The claim's lease: the job is this runner's only while locked_until still equals it. */
+  /**
+   * The claim's lease: the job is this runner's only while locked_until still equals it. A
+   * handler that extends its claim (a long send batch) moves this with it, so that the runner
+   * still settles the job afterwards (done, retried, or kept dead).
+   */
   lease: Date;
 }
 
@@ -59,8 +63,6 @@ export class JobRunner {
   private readonly concurrency: number;
   private readonly pollIntervalMs: number;
   private readonly inFlight = new Set<Promise<void>>();
-  /** The lease each claim set: the job is this runner's only while locked_until still equals it. */
-  private readonly leases = new WeakMap<ClaimedJob, Date>();
   private readonly loop: PollLoop;
   /**
    * Jobs finished at the same time are deleted together (group commit): a runner busy with
@@ -81,7 +83,7 @@ export class JobRunner {
           jobs.map((job) => ({
             accountId: job.accountId,
             id: job.id,
-            lease: this.leases.get(job)!,
+            lease: job.lease,
           })),
         );
         return jobs.map(() => undefined);
@@ -187,7 +189,6 @@ export class JobRunner {
         attempts: r.attempts,
         lease,
       };
-      this.leases.set(job, lease);
       return job;
     });
   }
@@ -225,7 +226,7 @@ export class JobRunner {
         })
         .where('account_id', '=', job.accountId)
         .where('id', '=', job.id)
-        .where('locked_until', '=', this.leases.get(job)!)
+        .where('locked_until', '=', job.lease)
         .execute();
     } else {
       await this.opts.db
@@ -237,7 +238,7 @@ export class JobRunner {
         })
         .where('account_id', '=', job.accountId)
         .where('id', '=', job.id)
-        .where('locked_until', '=', this.leases.get(job)!)
+        .where('locked_until', '=', job.lease)
         .execute();
     }
   }
@@ -258,7 +259,7 @@ export class JobRunner {
         })
         .where('account_id', '=', job.accountId)
         .where('id', '=', job.id)
-        .where('locked_until', '=', this.leases.get(job)!)
+        .where('locked_until', '=', job.lease)
         .executeTakeFirst();
       return r.numUpdatedRows > 0n;
     };

@@ -24,7 +24,9 @@ export function messageSendJob(
         await messages.dispatch(
           job.accountId,
           channel as (typeof group)[number]['channel'],
-          { id: job.id, lease: job.lease },
+          // The job itself: a renewal of its claim during the send moves job.lease, which the
+          // runner fences its settling on.
+          job,
           group,
           undefined,
           job.attempts,

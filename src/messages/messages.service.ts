@@ -308,7 +308,14 @@ export class MessagesService {
       accountId,
       channel,
       jobId: job.id,
-      lease: job.lease,
+      // The caller's claim itself: a renewal by the pipeline moves it for the caller too (a job
+      // runner settles the job only while locked_until equals it).
+      get lease() {
+        return job.lease;
+      },
+      set lease(until: Date) {
+        job.lease = until;
+      },
       attempt,
       connectionId,
       messages: queued.map((q) => toOutbound(accountId, q)),

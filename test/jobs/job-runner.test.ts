@@ -243,6 +243,42 @@ describe('JobRunner', () => {
     expect(attempts).toEqual([1, 2, 3]);
   });
 
+  it('a handler that extended its claim and then fails is still retried, then kept dead (the runner fences on the moved lease)', async () => {
+    const kind = testKind();
+    await enqueue(kind, 1);
+    const r = runner(
+      [
+        handler(kind, [1000], async (job) => {
+          // A long batch renews its claim as it goes (as the send pipeline does), then fails.
+          const until = new Date(job.lease.getTime() + 30_000);
+          expect(await queue.extend(t.db, job.accountId, job.id, job.lease, until)).toBe(true);
+          job.lease = until;
+          throw new Error(`failed after renewing ${job.attempts}`);
+        }),
+      ],
+      { leaseMs: 10_000 },
+    );
+    await r.drain();
+    let [row] = await rowsOf(kind);
+    // Retried on its schedule, not left locked until the renewed lease ends.
+    expect(row).toMatchObject({
+      attempts: 1,
+      locked_until: null,
+      last_error: 'failed after renewing 1',
+    });
+    expect(row!.run_at.getTime()).toBe(t.clock.now().getTime() + 1000);
+    t.clock.advance(1000);
+    await r.drain();
+    const [dead] = await t.db
+      .selectFrom('jobs')
+      .select(['attempts', 'locked_until', 'dead_at'])
+      .where('kind', '=', kind)
+      .execute();
+    expect(dead).toEqual({ attempts: 2, locked_until: null, dead_at: t.clock.now() });
+    [row] = await rowsOf(kind);
+    expect(row!.last_error).toBe('failed after renewing 2');
+  });
+
   it("a dying job's onDead hook runs once, in the transaction that marks it dead", async () => {
     const kind = testKind();
     const [id] = await enqueue(kind, 1);
