@@ -29,6 +29,7 @@ import * as m015 from './migrations/015_webchat_visitor_contact.js';
 import * as m016 from './migrations/016_broadcast_awaiting.js';
 import * as m017 from './migrations/017_channel_pacing.js';
 import * as m018 from './migrations/018_provider_id_aliases.js';
+import * as m019 from './migrations/019_scheduled_at_range.js';
 
 export type Db = Kysely<Tables>;
 export type Tx = Transaction<Tables>;
@@ -125,7 +126,7 @@ export function createDb(
   });
 }
 
-const migrations: Record<string, Migration> = {
+export const migrations: Record<string, Migration> = {
   '001_foundation': m001,
   '002_inbox': m002,
   '003_webhooks': m003,
@@ -144,6 +145,7 @@ const migrations: Record<string, Migration> = {
   '016_broadcast_awaiting': m016,
   '017_channel_pacing': m017,
   '018_provider_id_aliases': m018,
+  '019_scheduled_at_range': m019,
 };
 
 /** Applies pending migrations; Kysely's migrator takes a lock, so concurrent starts are safe. */
