@@ -273,6 +273,13 @@ export class RedisRateLimiter implements RateLimiter {
     // Failures reach hit() as rejected commands; without a listener ioredis would also print
     // every reconnect error to stderr.
     this.redis.on('error', () => undefined);
+    // Queued only until the first connection: after that, a command issued while the connection
+    // is down fails at once (the hit is counted in process) rather than waiting in ioredis's
+    // offline queue, from which it would still run after the reconnect, once it had already been
+    // counted here: counted twice.
+    this.redis.once('ready', () => {
+      this.redis.options.enableOfflineQueue = false;
+    });
     this.redis.defineCommand('switchboardRateLimitHit', { numberOfKeys: 1, lua: HIT_SCRIPT });
   }
 
