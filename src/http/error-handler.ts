@@ -88,6 +88,11 @@ function rawResponse(status: number, code: ErrorCode, message: string): string {
   );
 }
 
+/** What Node's HTTP server hangs on a socket while it writes a response there. */
+interface InFlight {
+  _httpMessage?: { headersSent: boolean } | null;
+}
+
 /**
  * Fastify's `clientErrorHandler`: Node's HTTP parser refused the request before any route saw
  * it (a header or URL over 16 KB, a byte no header may hold, `HTTP/1.2`, an unknown method,
@@ -102,7 +107,18 @@ export function answerClientError(
 ): void {
   // The client is gone: nobody to answer.
   if (err.code === 'ECONNRESET' || socket.destroyed) return;
-  this.log.debug({ err }, 'malformed HTTP request');
+  // Never `err` itself: Node hangs the request's raw bytes on it (`rawPacket`), credentials
+  // included (an Authorization header, a visitor's `?token=`), and pino would log them.
+  this.log.debug(
+    { code: err.code, reason: typeof err.reason === 'string' ? err.reason : undefined },
+    'malformed HTTP request',
+  );
+  // A response to an earlier request on this connection is under way: bytes of ours would land
+  // inside its body. Like Node's own handler, close the connection without a word.
+  if ((socket as Duplex & InFlight)._httpMessage?.headersSent) {
+    socket.destroy();
+    return;
+  }
   let response: string;
   if (err.code === 'HPE_HEADER_OVERFLOW') {
     response = rawResponse(

@@ -1,6 +1,9 @@
 import net, { type AddressInfo } from 'node:net';
+import { Writable } from 'node:stream';
+import Fastify from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from '../helpers.js';
+import { answerClientError } from '../../src/http/error-handler.js';
+import { newAccount, startTestApp, type TestApp } from '../helpers.js';
 
 /*
  * Requests Node's HTTP parser refuses before Fastify routes them, written byte for byte on a
@@ -24,10 +27,10 @@ interface RawResponse {
 }
 
 /** Writes `bytes`, reads until the server closes the connection, and parses what came back. */
-function exchange(bytes: string | Buffer): Promise<RawResponse> {
+function exchange(bytes: string | Buffer, to = port): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
-    const socket = net.connect(port, '127.0.0.1', () => socket.write(bytes));
+    const socket = net.connect(to, '127.0.0.1', () => socket.write(bytes));
     socket.on('data', (chunk: Buffer) => chunks.push(chunk));
     // A server that closes while the client still writes may reset the connection: what was
     // read before counts.
@@ -132,5 +135,102 @@ describe('requests the HTTP parser refuses', () => {
     const res = await exchange(get('/healthz', 'Connection: close\r\n'));
     expect(res.status).toBe(200);
     expect(JSON.parse(res.body)).toEqual({ status: 'ok' });
+  });
+});
+
+describe('a refused request on a connection that carries another', () => {
+  /** Connects, writes `first`, and reads until `until` holds of what came back (5 s at most). */
+  async function openAndRead(first: string, until: (text: string) => boolean) {
+    const socket = net.connect(port, '127.0.0.1');
+    socket.on('error', () => undefined);
+    const chunks: Buffer[] = [];
+    const closed = new Promise<string>((resolve) =>
+      socket.on('close', () => resolve(Buffer.concat(chunks).toString('latin1'))),
+    );
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        socket.destroy();
+        reject(new Error(`timed out: ${Buffer.concat(chunks).toString('latin1')}`));
+      }, 5_000);
+      socket.on('data', (chunk: Buffer) => {
+        chunks.push(chunk);
+        if (until(Buffer.concat(chunks).toString('latin1'))) {
+          clearTimeout(timer);
+          resolve();
+        }
+      });
+      socket.on('connect', () => socket.write(first));
+    });
+    return { socket, closed, received: () => Buffer.concat(chunks).toString('latin1') };
+  }
+
+  it('a response already under way is cut off, never followed by a 400 inside its body', async () => {
+    const { apiKey } = await newAccount(t);
+    // An event stream: its headers are sent at once, and its body runs until the connection ends.
+    const conn = await openAndRead(
+      get('/v1/events/stream', `Authorization: Bearer ${apiKey}\r\n`),
+      (text) => text.includes('retry:'),
+    );
+    const before = conn.received();
+    expect(before).toMatch(/^HTTP\/1\.1 200 /);
+    conn.socket.write(get('/v1/contacts', 'X-A: a\u0001b\r\n'));
+    const all = await conn.closed;
+    // What came is the stream and only the stream: no second status line spliced into it.
+    expect(all.startsWith(before)).toBe(true);
+    expect(all.slice(before.length)).not.toMatch(/HTTP\/1\.1/);
+    expect(all.match(/HTTP\/1\.1 /g)).toHaveLength(1);
+  });
+
+  it('a response already sent whole arrives intact, and the refusal follows it', async () => {
+    const conn = await openAndRead(get('/healthz'), (text) => text.includes('{"status":"ok"}'));
+    const first = conn.received();
+    conn.socket.write(get('/v1/contacts', 'X-A: a\u0001b\r\n'));
+    const all = await conn.closed;
+    expect(all.startsWith(first)).toBe(true);
+    expect(first).toMatch(/^HTTP\/1\.1 200 /);
+    expect(all.slice(first.length)).toMatch(/^HTTP\/1\.1 400 /);
+  });
+});
+
+describe('the log of a refused request', () => {
+  it("holds the parser's code and reason, never the raw bytes (which carry credentials)", async () => {
+    const lines: string[] = [];
+    const capture = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        lines.push(chunk.toString('utf8'));
+        done();
+      },
+    });
+    // The logger as the app configures it, at debug, with Fastify's serializers.
+    const app = Fastify({
+      logger: { level: 'debug', stream: capture },
+      clientErrorHandler: answerClientError,
+    });
+    try {
+      await app.listen({ port: 0, host: '127.0.0.1' });
+      const own = (app.server.address() as AddressInfo).port;
+      const apiKey = 'sk_test_secretsecretsecret0123456789';
+      const visitorToken = 'vt_secretvisitortoken0123456789';
+      const res = await exchange(
+        `GET /v1/contacts?token=${visitorToken} HTTP/1.1\r\nHost: localhost\r\n` +
+          `Authorization: Bearer ${apiKey}\r\nX-A: a\u0001b\r\n\r\n`,
+        own,
+      );
+      expect(res.status).toBe(400);
+      const output = lines.join('');
+      const entry = lines
+        .map((line) => JSON.parse(line) as Record<string, unknown>)
+        .find((line) => line.msg === 'malformed HTTP request');
+      expect(entry, output).toBeDefined();
+      expect(entry).toMatchObject({ code: expect.stringMatching(/^HPE_/) });
+      for (const secret of [apiKey, visitorToken]) {
+        expect(output).not.toContain(secret);
+        // A Buffer is logged as its bytes, in decimal: the secret must not be there either.
+        expect(output).not.toContain([...Buffer.from(secret)].join(','));
+      }
+      expect(output).not.toContain('rawPacket');
+    } finally {
+      await app.close();
+    }
   });
 });
