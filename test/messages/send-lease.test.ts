@@ -1,14 +1,33 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import type { ChannelProvider, OutboundMessage } from '../../src/channels/channel.js';
 import { newAccount, type TestApp } from '../helpers.js';
 import { createContact, sendJobsOf } from '../inbox-helpers.js';
 import { runnerOf, startSendTestApp } from './send-test-app.js';
-import { slowProvider } from './slow-provider.js';
 
-// A batch of 300 messages goes 64 calls at a time: 5 rounds of 400 ms calls, 2 s in all, longer
-// than its job's claim (1.5 s here, 60 s in the service, where calls may take 20 s each).
-const LEASE_MS = 1_500;
+// A batch of 300 messages goes 64 calls at a time: 5 rounds of 1 s calls, about 5 s in all,
+// longer than its job's claim (3 s here, 60 s in the service, where calls may take 20 s each).
+const LEASE_MS = 3_000;
+const CALL_MS = 1_000;
+const CONCURRENCY = 64;
 const COUNT = 300;
-const { provider: slow, calls } = slowProvider(400);
+
+/*
+ * The batch renews its claim once half of it is gone, when one of its 64 calls ends and the next
+ * begins. The first calls end one after the other across one call's time (then every call takes
+ * CALL_MS), so that a call begins every CALL_MS / 64: the renewal starts as soon as half the claim
+ * is gone and has nearly half a lease (1.5 s) to reach the database before another runner could
+ * claim the job, however slow the machine.
+ */
+const calls: OutboundMessage[] = [];
+const slow: ChannelProvider = {
+  name: 'sandbox',
+  send: async (m) => {
+    const n = calls.push(m) - 1;
+    const delay = n < CONCURRENCY ? Math.round((CALL_MS * (n + 1)) / CONCURRENCY) : CALL_MS;
+    await new Promise((r) => setTimeout(r, delay));
+    return { status: 'accepted', providerMessageId: `p_${m.messageId}` };
+  },
+};
 
 let t: TestApp;
 beforeAll(async () => {
@@ -19,7 +38,8 @@ afterAll(() => t.close());
 it('a batch slower than its claim renews it: no second runner picks the job up meanwhile', async () => {
   const acc = await newAccount(t);
   const contacts: { id: string }[] = [];
-  for (let i = 0; i < COUNT; i++) contacts.push(await createContact(acc));
+  while (contacts.length < COUNT)
+    contacts.push(...(await Promise.all(Array.from({ length: 10 }, () => createContact(acc)))));
   const queued = await t.db.transaction().execute((trx) =>
     t.services.messages.queue(trx, acc.accountId, {
       channel: 'webchat',
@@ -37,6 +57,7 @@ it('a batch slower than its claim renews it: no second runner picks the job up m
     ...r.to!,
   }));
   let done = false;
+  const started = Date.now();
   const dispatch = t.services.messages
     .dispatch(acc.accountId, 'webchat', queued.job!, messages, slow)
     .finally(() => (done = true));
@@ -48,6 +69,8 @@ it('a batch slower than its claim renews it: no second runner picks the job up m
     await new Promise((r) => setTimeout(r, 25));
   }
   const rows = await dispatch;
+  // The batch did outlast its first claim, which the other runner would have taken unrenewed.
+  expect(Date.now() - started).toBeGreaterThan(LEASE_MS);
   expect(claimed).toBe(0);
   expect(calls).toHaveLength(COUNT);
   expect(new Set(calls.map((m) => m.messageId)).size).toBe(COUNT);
