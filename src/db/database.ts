@@ -30,6 +30,7 @@ import * as m016 from './migrations/016_broadcast_awaiting.js';
 import * as m017 from './migrations/017_channel_pacing.js';
 import * as m018 from './migrations/018_provider_id_aliases.js';
 import * as m019 from './migrations/019_scheduled_at_range.js';
+import * as m020 from './migrations/020_retention_indexes.js';
 
 export type Db = Kysely<Tables>;
 export type Tx = Transaction<Tables>;
@@ -146,6 +147,7 @@ export const migrations: Record<string, Migration> = {
   '017_channel_pacing': m017,
   '018_provider_id_aliases': m018,
   '019_scheduled_at_range': m019,
+  '020_retention_indexes': m020,
 };
 
 /** Applies pending migrations; Kysely's migrator takes a lock, so concurrent starts are safe. */

@@ -13,12 +13,32 @@ export type VisitorRow = StoredVisitor & { contact_id: string | null };
 /** The most messages one read returns: a widget shows the recent conversation. */
 export const HISTORY_LIMIT = 200;
 
+/**
+ * A resumed session renews its visitor's `updated_at` (when the visitor was last seen, which
+ * retention goes by) once it is this old, rather than write at every page load.
+ */
+export const VISITOR_SEEN_EVERY_MS = 86_400_000;
+
 /** Webchat visitors, and the reads the widget makes of its visitor's conversation. */
 export class WebchatRepository {
   constructor(private readonly db: Db) {}
 
   async insertVisitor(row: StoredVisitor): Promise<void> {
     await this.db.insertInto('webchat_visitors').values(row).execute();
+  }
+
+  /**
+   * The visitor was seen at `now` (its session resumed): `updated_at` moves there, unless it
+   * already moved within VISITOR_SEEN_EVERY_MS (another tab's page load just did it).
+   */
+  async markSeen(accountId: string, id: string, now: Date): Promise<void> {
+    await this.db
+      .updateTable('webchat_visitors')
+      .set({ updated_at: now })
+      .where('account_id', '=', accountId)
+      .where('id', '=', id)
+      .where('updated_at', '<', new Date(now.getTime() - VISITOR_SEEN_EVERY_MS))
+      .execute();
   }
 
   /**

@@ -12,7 +12,12 @@ import type { InboundMessage } from '../channel.js';
 import type { ConnectionsRepository } from '../connections/connections.repository.js';
 import type { SecretBox } from '../connections/secret-box.js';
 import type { WebchatWakeups } from './webchat-wakeups.js';
-import type { StoredVisitor, VisitorRow, WebchatRepository } from './webchat.repository.js';
+import {
+  VISITOR_SEEN_EVERY_MS,
+  type StoredVisitor,
+  type VisitorRow,
+  type WebchatRepository,
+} from './webchat.repository.js';
 import type { IdentifyBody, SendBody, Session, VisitorMessage } from './webchat.schema.js';
 import {
   accountOfWidgetKey,
@@ -108,17 +113,23 @@ export class WebchatService {
   /**
    * Starts or resumes a visitor: a genuine token of this account, still in date, resumes its
    * visitor (with a fresh token, good for VISITOR_TOKEN_TTL_MS from now); anything else (none,
-   * forged, expired, another account's, its visitor gone) starts a new one.
+   * forged, expired, another account's, its visitor gone) starts a new one. A resumed visitor is
+   * marked seen, at most daily: retention forgets an anonymous one only once it has not been
+   * seen for longer than its token lasts (see pruneIdleVisitors).
    */
   async startSession(widget: Widget, token: string | undefined): Promise<Session> {
     const tokens = this.requireTokens();
-    const claim = token ? tokens.verify(token, this.deps.clock.now()) : null;
+    const now = this.deps.clock.now();
+    const claim = token ? tokens.verify(token, now) : null;
     let visitor =
       claim && claim.accountId === widget.accountId
         ? await this.deps.webchat.findVisitor(widget.accountId, claim.visitorId)
         : undefined;
+    if (visitor && now.getTime() - visitor.updated_at.getTime() > VISITOR_SEEN_EVERY_MS) {
+      await this.deps.webchat.markSeen(widget.accountId, visitor.id, now);
+      visitor = { ...visitor, updated_at: now };
+    }
     if (!visitor) {
-      const now = this.deps.clock.now();
       const stored = {
         account_id: widget.accountId,
         id: newId('vis'),
@@ -297,10 +308,11 @@ export class WebchatService {
    * An open stream's visitor and widget as they now stand (its contact may have been made or
    * merged, the account may have changed the connection since the stream opened), or why the
    * stream must end: `gone` when its key names no connected widget any more (webchat deleted,
-   * perhaps connected again under a new key) or the visitor is no more; `forbidden` when its
-   * origin is no longer allowed; `identify` when the visitor may no longer read (verification
-   * now required of an anonymous visitor) or is no longer who the stream was opened as (a
-   * rotated secret made them anonymous again, or they identified as someone else).
+   * perhaps connected again under a new key); `forbidden` when its origin is no longer allowed;
+   * `identify` when the visitor may no longer read (verification now required of an anonymous
+   * visitor), is no longer who the stream was opened as (a rotated secret made them anonymous
+   * again, or they identified as someone else), or is no more (forgotten by retention): the
+   * widget then starts a session again, which gives it a new visitor if need be.
    */
   async recheck(
     ctx: VisitorContext,
@@ -315,7 +327,7 @@ export class WebchatService {
     }
     if (!widget.settings.allowed_origins.includes(stream.origin)) return 'forbidden';
     const visitor = await this.deps.webchat.findVisitor(widget.accountId, ctx.visitor.id);
-    if (!visitor) return 'gone';
+    if (!visitor) return 'identify';
     if (stream.identifier !== null && visitor.identifier !== stream.identifier) return 'identify';
     const now = { widget, visitor };
     return mayRead(now) ? now : 'identify';
