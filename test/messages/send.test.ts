@@ -724,9 +724,22 @@ describe('POST /v1/messages/send: concurrent media fetches (MEDIA_FETCH_CONCURRE
         media_url: `https://localhost:${port}/flood-${i}.png`,
       });
     maxInFlight = 0;
-    const flood = Array.from({ length: 13 }, (_, i) => image(flooding, theirs.id, i));
-    // The flood is in: its share of 2 running, 8 waiting, 3 refused.
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    let refused = 0;
+    const flood = Array.from({ length: 13 }, (_, i) =>
+      image(flooding, theirs.id, i).then((res) => {
+        if (res.statusCode === 503) refused++;
+        return res;
+      }),
+    );
+    // The flood is in: its share of 2 fetching (the media host holds each for 1.5 s), 8 waiting,
+    // and 3 refused (which happens only once the 10 before them hold their places).
+    for (const deadline = Date.now() + 10_000; !(inFlight === 2 && refused === 3);) {
+      if (Date.now() > deadline)
+        throw new Error(
+          `the flood never filled its share: ${inFlight} fetching, ${refused} refused`,
+        );
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
     const answeredBefore = answered;
     const [a, b] = await Promise.all([image(other, mine.id, 100), image(other, mine.id, 101)]);
     expectStatus(a, 201);
