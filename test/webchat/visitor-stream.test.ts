@@ -220,11 +220,11 @@ async function put(acc: TestAccount, over: Record<string, unknown>) {
 }
 
 /**
- * The stream ends with `event: end` and this reason, within a second of the change and without
- * any other wake-up; a reply sent afterwards never reaches it.
+ * The stream ends with `event: end` and this reason after the change, without any other wake-up
+ * (within 10 s: a bound for a hung stream, not a timing); a reply sent afterwards never reaches it.
  */
 async function expectEnded(stream: Stream, reason: string, reply: (c: string) => Promise<void>) {
-  expect(await stream.endedWithin(1_500)).toBe(true);
+  expect(await stream.endedWithin(10_000)).toBe(true);
   const last = stream.events().at(-1)!;
   expect(last.event).toBe('end');
   expect(JSON.parse(last.data)).toEqual({ reason });
@@ -283,7 +283,7 @@ describe('an open stream follows changes to the connection', () => {
     try {
       await stream.untilMessage('hello?');
       expectStatus(await acc.call({ method: 'DELETE', url: '/v1/channels/webchat' }), 200);
-      expect(await stream.endedWithin(1_500)).toBe(true);
+      expect(await stream.endedWithin(10_000)).toBe(true);
       expect(JSON.parse(stream.events().at(-1)!.data)).toEqual({ reason: 'gone' });
       const again = await connectWebchat(acc);
       expect(again.widget_key).not.toBe(c.widget_key);
@@ -445,8 +445,10 @@ describe('shutdown', () => {
     await stream.until('ready', () => stream.events().some((e) => e.event === 'ready'));
     const started = Date.now();
     await closing.close();
-    expect(Date.now() - started).toBeLessThan(2_000);
-    expect(await stream.endedWithin(1_000)).toBe(true);
+    // Generous: an open stream that held close() up would hold it for good (a slow machine only
+    // takes longer).
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(await stream.endedWithin(10_000)).toBe(true);
     // No `end` event: the widget reconnects (to another process).
     expect(stream.events().some((e) => e.event === 'end')).toBe(false);
   });
