@@ -79,6 +79,7 @@ import { UsersRepository } from './users/users.repository.js';
 import { usersRoutes } from './users/users.routes.js';
 import { UsersService } from './users/users.service.js';
 import { broadcastSendJob } from './broadcasts/broadcast-send.job.js';
+import { ClaimKeeper } from './jobs/claim-keeper.js';
 import { BroadcastsRepository } from './broadcasts/broadcasts.repository.js';
 import { broadcastsRoutes } from './broadcasts/broadcasts.routes.js';
 import { BroadcastsService } from './broadcasts/broadcasts.service.js';
@@ -412,7 +413,7 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
   const visitorStreams = new VisitorStreams({ webchat, limits: deps.webchatLimits });
   const jobHandlers = [
     sandboxStatusJob(messages),
-    broadcastSendJob(broadcasts),
+    broadcastSendJob(broadcasts, new ClaimKeeper({ db, clock, jobs })),
     messageSendJob(messages, messagesRepo),
     inboundWebhookJob(inbound),
     contactProfileJob(inbound),

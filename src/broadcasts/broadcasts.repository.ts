@@ -236,9 +236,39 @@ export class BroadcastsRepository {
     return held ? Math.max(1, held.next_at.getTime() - now.getTime() - slackMs) : 1;
   }
 
+  /** How long until the account's channel is free for the next batch (0: free now). */
+  async pacingWaitMs(accountId: string, channel: Channel, now: Date): Promise<number> {
+    const held = await this.db
+      .selectFrom('channel_pacing')
+      .select('next_at')
+      .where('account_id', '=', accountId)
+      .where('channel', '=', channel)
+      .executeTakeFirst();
+    return held ? Math.max(0, held.next_at.getTime() - now.getTime()) : 0;
+  }
+
   /**
-   * Whether a message of the broadcast is still `queued` (the provider has not accepted it yet
-   * and its send job retries): found through the recipients, whose key reads one broadcast's.
+   * Whether a message of the broadcast may still be `queued`: a send job of its batches is still
+   * alive (a job holding queued messages lives until they are all taken or refused, or it is kept
+   * dead with them failed). Reads the small jobs table, so it is cheap to ask again and again.
+   */
+  async hasLiveSendJobs(trx: Tx, accountId: string, broadcastId: string): Promise<boolean> {
+    const row = await trx
+      .selectFrom('jobs')
+      .select('id')
+      .where('account_id', '=', accountId)
+      .where('kind', '=', 'message.send')
+      .where('dead_at', 'is', null)
+      .where(sql<string>`payload->>'broadcast_id'`, '=', broadcastId)
+      .limit(1)
+      .executeTakeFirst();
+    return row !== undefined;
+  }
+
+  /**
+   * Whether a message of the broadcast is still `queued`, read from the messages themselves
+   * (through the recipients, whose key reads one broadcast's): exact, whatever wrote the jobs,
+   * but a read of every recipient, so asked once, when the jobs say none is left.
    */
   async hasQueuedMessages(trx: Tx, accountId: string, broadcastId: string): Promise<boolean> {
     const row = await trx

@@ -221,8 +221,19 @@ export class BroadcastsService {
     id: string,
     mayFinish: boolean,
   ): Promise<'done' | 'drained' | { waitMs: number } | { dispatch: () => Promise<void> }> {
-    const channel = await this.channelOf(accountId, id);
-    if (!channel) return 'done';
+    const found = await this.deps.broadcasts.find(accountId, id);
+    if (!found) return 'done';
+    const channel = found.channel;
+    // Every recipient is queued already: only their messages are waited for, whatever became of
+    // the channel's connection or the template since (the messages hold what they need).
+    if (found.audience_done_at !== null) {
+      if (!mayFinish) return 'drained';
+      return this.deps.tx.run({ accountId }, async (trx) => {
+        const b = await this.deps.broadcasts.lock(trx, accountId, id);
+        if (!b || b.status !== 'sending') return 'done';
+        return this.finishOnceSent(trx, b, this.deps.clock.now());
+      });
+    }
     let provider: ChannelProvider;
     // The connection the batch is queued for: its messages go through that one or none (a retry
     // after the channel was disconnected or connected anew fails them; see SendPipeline).
@@ -290,24 +301,8 @@ export class BroadcastsService {
       );
       if (batch.length === 0) {
         if (!mayFinish) return 'drained';
-        // Every recipient is queued; the broadcast ends when the provider has taken or refused
-        // the last of their messages (some may be retrying after throttling), checked again and
-        // again (each check under the broadcast's lock, after the changes before it committed).
-        if (await this.deps.broadcasts.hasQueuedMessages(trx, accountId, id)) {
-          const since = b.audience_done_at ?? now;
-          if (b.audience_done_at === null)
-            await this.patch(trx, b, { audience_done_at: now, updated_at: now });
-          return { waitMs: awaitingCheckMs(now.getTime() - since.getTime()) };
-        }
-        const status = b.sent === 0 && b.failed > 0 ? 'failed' : 'sent';
-        const done = await this.patch(trx, b, {
-          status,
-          failure_reason: status === 'failed' ? 'no recipient could be sent the message' : null,
-          completed_at: now,
-          updated_at: now,
-        });
-        await this.deps.outbox.record(trx, accountId, 'broadcast.completed', toBroadcast(done));
-        return 'done';
+        b = await this.patch(trx, b, { audience_done_at: now, updated_at: now });
+        return this.finishOnceSent(trx, b, now);
       }
 
       // Paced: the account's channel is taken for this batch's interval, or the batch waits its
@@ -384,8 +379,7 @@ export class BroadcastsService {
         ),
       };
     });
-    if (typeof step === 'string') return step;
-    if (step.waitMs !== undefined) return { waitMs: step.waitMs };
+    if (typeof step === 'string' || 'waitMs' in step) return step;
     return {
       dispatch: async () => {
         let accepted = 0;
@@ -409,6 +403,38 @@ export class BroadcastsService {
         this.deps.metrics.broadcastRecipients(accepted, failed);
       },
     };
+  }
+
+  /**
+   * A broadcast whose every recipient is queued (its row locked): ends it when the provider has
+   * taken or refused the last of their messages (some may be retrying after throttling), else
+   * says when to look again. Each look is under the broadcast's lock and sees every change
+   * committed before it; the counts are read again after the last look, so that a message taken
+   * meanwhile is counted in the ending status and its event.
+   */
+  private async finishOnceSent(
+    trx: Tx,
+    b: BroadcastRow,
+    now: Date,
+  ): Promise<'done' | { waitMs: number }> {
+    const { account_id: accountId, id } = b;
+    const waiting =
+      (await this.deps.broadcasts.hasLiveSendJobs(trx, accountId, id)) ||
+      (await this.deps.broadcasts.hasQueuedMessages(trx, accountId, id));
+    if (waiting) {
+      const since = b.audience_done_at ?? now;
+      return { waitMs: awaitingCheckMs(now.getTime() - since.getTime()) };
+    }
+    const counted = (await this.deps.broadcasts.find(accountId, id, trx))!;
+    const status = counted.sent === 0 && counted.failed > 0 ? 'failed' : 'sent';
+    const done = await this.patch(trx, counted, {
+      status,
+      failure_reason: status === 'failed' ? 'no recipient could be sent the message' : null,
+      completed_at: now,
+      updated_at: now,
+    });
+    await this.deps.outbox.record(trx, accountId, 'broadcast.completed', toBroadcast(done));
+    return 'done';
   }
 
   /**
@@ -457,6 +483,15 @@ export class BroadcastsService {
   batchSize(channel: Channel): number {
     const rate = this.deps.ratePerSecond[channel];
     return rate > 0 ? Math.min(this.deps.batchSize, rate) : this.deps.batchSize;
+  }
+
+  /**
+   * After a paced batch: how long until the channel it took is free again. Its next batch falls
+   * due then, just after a broadcast waiting for the channel (due a moment before), so that they
+   * take turns.
+   */
+  pacingWaitMs(accountId: string, channel: Channel): Promise<number> {
+    return this.deps.broadcasts.pacingWaitMs(accountId, channel, this.deps.clock.now());
   }
 
   /** How long one batch must take at least, to keep the channel's rate; 0 without a limit. */

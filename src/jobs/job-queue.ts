@@ -18,7 +18,13 @@ export interface JobPayloads {
    * Hands queued messages to their provider (one API send, or one broadcast batch), only through
    * the connection they were queued for (null: the sandbox) once that is known.
    */
-  'message.send': { v: 1; message_ids: string[]; connection_id?: string | null };
+  'message.send': {
+    v: 1;
+    message_ids: string[];
+    connection_id?: string | null;
+    /** The broadcast whose batch these messages are, which waits for them to be taken. */
+    broadcast_id?: string;
+  };
   /** Processes one stored provider webhook (inbound_webhooks row) of the job's account. */
   'channel.inbound': { v: 1; webhook_id: string };
   /**

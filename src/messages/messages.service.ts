@@ -600,7 +600,7 @@ export class MessagesService {
     // Each API send's own job, or one for the whole batch; written with the messages.
     const jobs = this.deps.jobs.rowsOf(
       (batch.jobs === 'each' ? rows.map((r) => [r.id]) : [rows.map((r) => r.id)]).map((ids) =>
-        sendJob(accountId, ids, lease, batch.connectionId),
+        sendJob(accountId, ids, lease, batch.connectionId, batch.broadcastId),
       ),
     );
     await this.deps.messages.insertWithJobs(trx, rows, jobs);
@@ -1111,6 +1111,7 @@ function sendJob(
   messageIds: string[],
   lease: Date,
   connectionId: string | null | undefined,
+  broadcastId: string | null = null,
 ): NewJob {
   return {
     accountId,
@@ -1119,6 +1120,7 @@ function sendJob(
       v: 1,
       message_ids: messageIds,
       ...(connectionId !== undefined ? { connection_id: connectionId } : {}),
+      ...(broadcastId !== null ? { broadcast_id: broadcastId } : {}),
     },
     leasedUntil: lease,
   };

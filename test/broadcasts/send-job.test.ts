@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { broadcastSendJob } from '../../src/broadcasts/broadcast-send.job.js';
 import type { BroadcastsService } from '../../src/broadcasts/broadcasts.service.js';
+import type { ClaimKeeper } from '../../src/jobs/claim-keeper.js';
 import type { ClaimedJob } from '../../src/jobs/job-runner.js';
 
 // The unpaced send loop against a fake service whose batches are dispatched when the test says:
@@ -59,13 +60,16 @@ const job: ClaimedJob<'broadcast.send'> = {
   lease: new Date(),
 };
 
+/** Claims are the job runner's business; these runs keep none. */
+const claims = { keep: () => () => Promise.resolve() } as unknown as ClaimKeeper;
+
 /** Lets the loop run until it waits on dispatches again. */
 const settle = () => new Promise<void>((resolve) => setTimeout(resolve, 5));
 
 describe('the unpaced broadcast send loop', () => {
   it('keeps two batches with the provider while queueing the next, and finishes only once every dispatch has returned', async () => {
     const { service, state, running } = fakeService(6);
-    const run = broadcastSendJob(service).handle(job);
+    const run = broadcastSendJob(service, claims).handle(job);
     for (let i = 0; i < 20 && state.finishedWithRunning < 0; i++) {
       await settle();
       expect(running.size).toBeLessThanOrEqual(2);
@@ -81,7 +85,7 @@ describe('the unpaced broadcast send loop', () => {
   it('a failed dispatch fails the run, after the dispatches still running have returned', async () => {
     const { service, state, running } = fakeService(6);
     let ended = false;
-    const run = broadcastSendJob(service)
+    const run = broadcastSendJob(service, claims)
       .handle(job)
       .finally(() => (ended = true));
     await settle();

@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { SEND_RETRY_DELAYS_MS } from '../../src/messages/send-pipeline.js';
 import { freezeClock, messagesOf, recipientsOf } from '../broadcasts/broadcast-helpers.js';
 import { META_ERRORS, type RecordedGraphRequest } from '../fake-graph/server.js';
-import { statusWebhook, waStatus } from '../fake-graph/webhooks.js';
+import { statusWebhook, templateStatusWebhook, waStatus } from '../fake-graph/webhooks.js';
 import {
   approvedTemplate,
   business,
@@ -239,6 +239,47 @@ describe('a template broadcast on a WhatsApp connection', () => {
       });
       // Graph was tried once per recipient, before the disconnect; nothing after it.
       expect(e.graph.find(c.sendMatcher)).toHaveLength(contacts.length);
+    } finally {
+      restore();
+    }
+  });
+
+  it('while it waits for a throttled message, its template being rejected since does not end it failed: the message holds its text', async () => {
+    const c = await connectedAccount(e);
+    const tpl = await approvedTemplate(e, c, 'Final hours: {{1}}');
+    const contacts = await audience(c, 'rejected-later', 3);
+    const throttled = contacts[1]!;
+    e.graph.failNext((r) => toOf(r) === throttled.phone.slice(1), 1, META_ERRORS.pairRateLimit);
+    const restore = freezeClock(e.t.clock);
+    try {
+      const b = await broadcast(c, 'rejected-later', tpl.name);
+      await drain(e, c.acc.accountId);
+      expect((await getBroadcast(c, b.id)).status).toBe('sending');
+      // Meta rejects the template (paused, say) while the retry waits.
+      const { provider_template_id: templateId } = await e.t.db
+        .selectFrom('templates')
+        .select('provider_template_id')
+        .where('account_id', '=', c.acc.accountId)
+        .where('name', '=', tpl.name)
+        .executeTakeFirstOrThrow();
+      await deliver(
+        c,
+        templateStatusWebhook(c.businessAccountId, {
+          templateId: templateId!,
+          name: tpl.name,
+          event: 'REJECTED',
+        }),
+      );
+      for (let i = 0; i < 3; i++) {
+        e.t.clock.advance(SEND_RETRY_DELAYS_MS[0]!);
+        await drain(e, c.acc.accountId);
+      }
+      expect(await getBroadcast(c, b.id)).toMatchObject({
+        status: 'sent',
+        failure_reason: null,
+        stats: { sent: contacts.length, failed: 0 },
+      });
+      expect(await events(e, c.acc.accountId, 'broadcast.completed')).toHaveLength(1);
     } finally {
       restore();
     }
