@@ -22,7 +22,43 @@ export interface ServiceProcess {
   stdout(): string;
   stderr(): string;
   /** Resolves with the exit code (or signal) once the process has ended. */
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  exited: Promise<Exit>;
+}
+
+type Exit = { code: number | null; signal: NodeJS.Signals | null };
+
+/** `src/cli.ts` with `args` under tsx, as `npm start` would run it, its output collected. */
+function spawnCli(env: Record<string, string>, args: string[]) {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (err += c.toString()));
+  const exited = new Promise<Exit>((resolve) =>
+    child.on('exit', (code, signal) => resolve({ code, signal })),
+  );
+  return { child, stdout: () => out, stderr: () => err, exited };
+}
+
+/** Polls `ready` for up to 90 s while `p` runs; kills it and throws with its output if never. */
+async function waitUntilReady(
+  p: ServiceProcess,
+  ready: () => boolean | Promise<boolean>,
+  failure: string,
+): Promise<ServiceProcess> {
+  const deadline = Date.now() + 90_000;
+  let ended = false;
+  void p.exited.then(() => (ended = true));
+  while (Date.now() < deadline && !ended) {
+    if (await ready()) return p;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  p.child.kill('SIGKILL');
+  throw new Error(`${failure}:\n${p.stdout()}\n${p.stderr()}`);
 }
 
 /** Starts the service from source, as `npm start` would run it, and waits for /readyz. */
@@ -31,53 +67,50 @@ export async function startService(
   args: string[] = [],
 ): Promise<ServiceProcess> {
   const port = Number(env.PORT ?? (await freePort()));
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], {
-    cwd: ROOT,
-    env: { ...process.env, LOG_LEVEL: 'warn', HOST: '127.0.0.1', ...env, PORT: String(port) },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  let err = '';
-  child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-  child.stderr.on('data', (c: Buffer) => (err += c.toString()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.on('exit', (code, signal) => resolve({ code, signal })),
-  );
-  const service: ServiceProcess = {
-    child,
+  const base = `http://127.0.0.1:${port}`;
+  const service = {
+    ...spawnCli({ LOG_LEVEL: 'warn', HOST: '127.0.0.1', ...env, PORT: String(port) }, args),
     port,
-    base: `http://127.0.0.1:${port}`,
-    stdout: () => out,
-    stderr: () => err,
-    exited,
+    base,
   };
-  const deadline = Date.now() + 90_000;
-  let ended = false;
-  void exited.then(() => (ended = true));
-  while (Date.now() < deadline && !ended) {
-    try {
-      const res = await fetch(`${service.base}/readyz`);
-      if (res.ok) return service;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  child.kill('SIGKILL');
-  throw new Error(`service did not become ready:\n${out}\n${err}`);
+  return waitUntilReady(
+    service,
+    async () => {
+      try {
+        return (await fetch(`${base}/readyz`)).ok;
+      } catch {
+        return false; // not listening yet
+      }
+    },
+    'service did not become ready',
+  );
+}
+
+/**
+ * Starts the worker role (`switchboard worker`) from source. It has no HTTP port (`port` 0,
+ * `base` empty): it is ready once it logs that it started, so it logs at info.
+ */
+export async function startWorker(env: Record<string, string>): Promise<ServiceProcess> {
+  const worker = { ...spawnCli({ ...env, LOG_LEVEL: 'info' }, ['worker']), port: 0, base: '' };
+  return waitUntilReady(
+    worker,
+    () => worker.stdout().includes('switchboard started'),
+    'worker did not start',
+  );
+}
+
+/** Stops a started process with SIGTERM, as an operator would, and SIGKILL after 15 s. */
+export async function stopProcess(p: ServiceProcess): Promise<void> {
+  if (p.child.exitCode !== null || p.child.signalCode !== null) return;
+  p.child.kill('SIGTERM');
+  const force = setTimeout(() => p.child.kill('SIGKILL'), 15_000);
+  await p.exited;
+  clearTimeout(force);
 }
 
 /** Runs the CLI to completion and returns its exit code and output. */
 export async function runCli(env: Record<string, string>, args: string[] = []) {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], {
-    cwd: ROOT,
-    env: { ...process.env, LOG_LEVEL: 'warn', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  let err = '';
-  child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-  child.stderr.on('data', (c: Buffer) => (err += c.toString()));
-  const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
-  return { code, stdout: out, stderr: err };
+  const run = spawnCli({ LOG_LEVEL: 'warn', ...env }, args);
+  const { code } = await run.exited;
+  return { code, stdout: run.stdout(), stderr: run.stderr() };
 }

@@ -1,177 +1,13 @@
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import http from 'node:http';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPrivateDatabase } from '../helpers.js';
-import { startService, type ServiceProcess } from './process.js';
+import { SseClient } from '../events/sse-client.js';
+import { startService, startWorker, stopProcess, type ServiceProcess } from './process.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const ADMIN = 'e2e-realtime-admin-token-0123';
 const ORIGIN = 'https://shop.example';
 /** Generous: the one-second target is the benchmark's to measure, not this test's. */
 const WITHIN_MS = 5_000;
-
-/** One Server-Sent Event as a client sees it: the fields of one block up to a blank line. */
-interface SseEvent {
-  event: string;
-  /** The block's own `id:` field, or null when it had none. */
-  id: string | null;
-  data: string;
-}
-
-/**
- * A small SSE client over a plain Node HTTP response: it splits lines (CRLF, CR or LF), reads
- * `event:`, `id:`, `data:` and `retry:`, dispatches on a blank line, and drops comments and
- * `event: ping` (liveness only). `events` holds everything else in arrival order.
- */
-class SseStream {
-  readonly events: SseEvent[] = [];
-  retry: number | null = null;
-  ended = false;
-  private raw = '';
-  private pending = '';
-  private block: { event: string; id: string | null; data: string[] } = fresh();
-  private readonly changed = new Set<() => void>();
-
-  private constructor(
-    private readonly req: http.ClientRequest,
-    readonly res: http.IncomingMessage,
-  ) {
-    res.setEncoding('utf8');
-    res.on('data', (chunk: string) => this.feed(chunk));
-    const end = () => {
-      this.ended = true;
-      this.notify();
-    };
-    res.on('end', end);
-    res.on('close', end);
-    res.on('error', end);
-  }
-
-  static open(url: string, headers: Record<string, string>): Promise<SseStream> {
-    return new Promise((resolve, reject) => {
-      // No agent: the stream has a connection of its own, closed with it.
-      const req = http.request(url, { method: 'GET', agent: false, headers });
-      req.on('response', (res) => resolve(new SseStream(req, res)));
-      req.on('error', reject);
-      req.end();
-    });
-  }
-
-  get status(): number {
-    return this.res.statusCode ?? 0;
-  }
-
-  /** Resolves once `ok()` holds (checked on every event and at the end), at most `ms`. */
-  async until(ok: () => boolean, what: string, ms = WITHIN_MS): Promise<void> {
-    if (ok()) return;
-    await new Promise<void>((resolve, reject) => {
-      const check = () => {
-        if (!ok()) return;
-        clearTimeout(timer);
-        this.changed.delete(check);
-        resolve();
-      };
-      const timer = setTimeout(() => {
-        this.changed.delete(check);
-        reject(new Error(`no ${what} within ${ms} ms; the stream had:\n${this.raw}`));
-      }, ms);
-      this.changed.add(check);
-    });
-  }
-
-  close(): void {
-    this.req.destroy();
-  }
-
-  private feed(chunk: string): void {
-    this.raw += chunk;
-    this.pending += chunk;
-    // A CR at the very end may be the first half of a CRLF: wait for the next chunk.
-    for (;;) {
-      const m = /\r\n|\r(?!$)|\n/.exec(this.pending);
-      if (!m) break;
-      const line = this.pending.slice(0, m.index);
-      this.pending = this.pending.slice(m.index + m[0].length);
-      this.line(line);
-    }
-    this.notify();
-  }
-
-  private line(line: string): void {
-    if (line === '') {
-      const b = this.block;
-      this.block = fresh();
-      if (b.data.length === 0 || b.event === 'ping') return;
-      this.events.push({ event: b.event, id: b.id, data: b.data.join('\n') });
-      return;
-    }
-    if (line.startsWith(':')) return; // a comment: keep-alive
-    const colon = line.indexOf(':');
-    const field = colon === -1 ? line : line.slice(0, colon);
-    let value = colon === -1 ? '' : line.slice(colon + 1);
-    if (value.startsWith(' ')) value = value.slice(1);
-    switch (field) {
-      case 'event':
-        this.block.event = value;
-        break;
-      case 'data':
-        this.block.data.push(value);
-        break;
-      case 'id':
-        if (!value.includes('\0')) this.block.id = value;
-        break;
-      case 'retry':
-        if (/^\d+$/.test(value)) this.retry = Number(value);
-        break;
-      default: // unknown fields are ignored
-    }
-  }
-
-  private notify(): void {
-    for (const check of [...this.changed]) check();
-  }
-}
-
-function fresh(): { event: string; id: string | null; data: string[] } {
-  return { event: 'message', id: null, data: [] };
-}
-
-/** The worker role has no HTTP port: it is ready once it logs that it started. */
-async function startWorker(env: Record<string, string>): Promise<ServiceProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'worker'], {
-    cwd: ROOT,
-    env: { ...process.env, ...env, LOG_LEVEL: 'info' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  let err = '';
-  child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-  child.stderr.on('data', (c: Buffer) => (err += c.toString()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.on('exit', (code, signal) => resolve({ code, signal })),
-  );
-  let ended = false;
-  void exited.then(() => (ended = true));
-  const deadline = Date.now() + 90_000;
-  while (Date.now() < deadline && !ended) {
-    if (out.includes('switchboard started')) {
-      return { child, port: 0, base: '', stdout: () => out, stderr: () => err, exited };
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  child.kill('SIGKILL');
-  throw new Error(`worker did not start:\n${out}\n${err}`);
-}
-
-async function stop(p: ServiceProcess): Promise<void> {
-  if (p.child.exitCode !== null || p.child.signalCode !== null) return;
-  p.child.kill('SIGTERM');
-  const force = setTimeout(() => p.child.kill('SIGKILL'), 15_000);
-  await p.exited;
-  clearTimeout(force);
-}
 
 /** JSON over HTTP, asserting the status; the answer's body. */
 async function call<T>(
@@ -214,7 +50,7 @@ interface Envelope {
 describe('realtime across real API processes', () => {
   let db: { url: string; drop: () => Promise<void> };
   const processes: ServiceProcess[] = [];
-  const streams: SseStream[] = [];
+  const streams: SseClient[] = [];
   let a: ServiceProcess;
   let b: ServiceProcess;
 
@@ -239,7 +75,7 @@ describe('realtime across real API processes', () => {
 
   afterAll(async () => {
     for (const s of streams) s.close();
-    await Promise.all(processes.map(stop));
+    await Promise.all(processes.map(stopProcess));
     await db?.drop();
   });
 
@@ -258,8 +94,8 @@ describe('realtime across real API processes', () => {
     return key.api_key;
   }
 
-  async function open(url: string, headers: Record<string, string>): Promise<SseStream> {
-    const s = await SseStream.open(url, headers);
+  async function open(url: string, headers: Record<string, string>): Promise<SseClient> {
+    const s = await SseClient.open(url, headers);
     streams.push(s);
     return s;
   }
@@ -293,11 +129,11 @@ describe('realtime across real API processes', () => {
       { origin: ORIGIN, accept: 'text/event-stream' },
     );
     expect(stream.status).toBe(200);
-    expect(stream.res.headers['content-type']).toMatch(/^text\/event-stream/);
-    await stream.until(() => stream.events.some((e) => e.event === 'ready'), 'ready');
+    expect(stream.headers['content-type']).toMatch(/^text\/event-stream/);
+    await stream.until(() => stream.messages.some((e) => e.event === 'ready'), WITHIN_MS, 'ready');
 
     const messageOn = (id: string) => () =>
-      stream.events.some(
+      stream.messages.some(
         (e) => e.event === 'message' && (JSON.parse(e.data) as WebchatMessage).id === id,
       );
 
@@ -308,7 +144,7 @@ describe('realtime across real API processes', () => {
       body: { client_id: 'rt-visitor-0001', content: 'Hello from the widget' },
       status: 201,
     });
-    await stream.until(messageOn(written.id), "the visitor's own message");
+    await stream.until(messageOn(written.id), WITHIN_MS, "the visitor's own message");
 
     // The agent finds the conversation and replies through B.
     const conversations = await call<{ data: { contact_id: string; channel: string }[] }>(
@@ -328,8 +164,8 @@ describe('realtime across real API processes', () => {
       },
       status: 201,
     });
-    await stream.until(messageOn(reply.id), 'the reply sent through B');
-    const event = stream.events.find(
+    await stream.until(messageOn(reply.id), WITHIN_MS, 'the reply sent through B');
+    const event = stream.messages.find(
       (e) => e.event === 'message' && (JSON.parse(e.data) as WebchatMessage).id === reply.id,
     )!;
     const shown = JSON.parse(event.data) as WebchatMessage;
@@ -350,11 +186,15 @@ describe('realtime across real API processes', () => {
       body: { ...webchat, identity_verification: 'required' },
       status: 200,
     });
-    await stream.until(() => stream.events.some((e) => e.event === 'end'), 'end event');
-    const end = stream.events.find((e) => e.event === 'end')!;
+    await stream.until(
+      () => stream.messages.some((e) => e.event === 'end'),
+      WITHIN_MS,
+      'end event',
+    );
+    const end = stream.messages.find((e) => e.event === 'end')!;
     expect(JSON.parse(end.data)).toEqual({ reason: 'identify' });
-    await stream.until(() => stream.ended, 'the stream closing');
-    expect(stream.events.at(-1)).toBe(end);
+    await stream.until(() => stream.ended, WITHIN_MS, 'the stream closing');
+    expect(stream.messages.at(-1)).toBe(end);
     // And the visitor may indeed no longer read, on either process.
     for (const p of [a, b]) {
       await call(p.base, 'GET', `${widget}/messages`, {
@@ -372,17 +212,21 @@ describe('realtime across real API processes', () => {
       accept: 'text/event-stream',
     });
     expect(onA.status).toBe(200);
-    expect(onA.res.headers['content-type']).toMatch(/^text\/event-stream/);
-    await onA.until(() => onA.retry !== null, 'the retry line');
+    expect(onA.headers['content-type']).toMatch(/^text\/event-stream/);
+    await onA.until(() => onA.retry !== null, WITHIN_MS, 'the retry line');
 
     const first = await call<{ id: string }>(b.base, 'POST', '/v1/contacts', {
       auth: key,
       body: { phone: '+14155550123', name: 'Made on B' },
       status: 201,
     });
-    await onA.until(() => onA.events.length > 0, 'the contact.created event made on B');
-    expect(onA.events).toHaveLength(1);
-    const created = onA.events[0]!;
+    await onA.until(
+      () => onA.messages.length > 0,
+      WITHIN_MS,
+      'the contact.created event made on B',
+    );
+    expect(onA.messages).toHaveLength(1);
+    const created = onA.messages[0]!;
     const envelope = JSON.parse(created.data) as Envelope;
     expect(created.event).toBe('contact.created');
     expect(envelope).toMatchObject({ event: 'contact.created', data: { id: first.id } });
@@ -403,15 +247,19 @@ describe('realtime across real API processes', () => {
       'last-event-id': envelope.id,
     });
     expect(onB.status).toBe(200);
-    await onB.until(() => onB.events.length > 0, 'the event missed while away');
+    await onB.until(() => onB.messages.length > 0, WITHIN_MS, 'the event missed while away');
     const second = await call<{ id: string }>(a.base, 'POST', '/v1/contacts', {
       auth: key,
       body: { phone: '+14155550125', name: 'Made on A' },
       status: 201,
     });
-    await onB.until(() => onB.events.length > 1, 'the contact.created event made on A');
+    await onB.until(
+      () => onB.messages.length > 1,
+      WITHIN_MS,
+      'the contact.created event made on A',
+    );
     // Events come in commit order, so a replay of the first would have come before these.
-    const resumed = onB.events.map((e) => {
+    const resumed = onB.messages.map((e) => {
       const body = JSON.parse(e.data) as Envelope;
       expect(e.event).toBe('contact.created');
       expect(e.id).toBe(body.id);

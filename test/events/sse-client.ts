@@ -8,7 +8,8 @@ export interface SseMessage {
 
 /**
  * A Server-Sent Events client over a real socket that parses the response as it arrives
- * (`app.inject` would wait for the end of a stream that never ends).
+ * (`app.inject` would wait for the end of a stream that never ends). Lines may end in CRLF, CR
+ * or LF; a block is dispatched on a blank line if it had data; `id:` is the block's own.
  */
 export class SseClient {
   readonly messages: SseMessage[] = [];
@@ -18,6 +19,8 @@ export class SseClient {
   body = '';
   ended = false;
   private buffer = '';
+  private block: SseMessage = { data: '' };
+  private blockHasData = false;
   private readonly waiters = new Set<() => void>();
 
   private constructor(
@@ -45,8 +48,11 @@ export class SseClient {
   /** Resolves once the response's headers have arrived. */
   static open(url: string, headers: Record<string, string> = {}): Promise<SseClient> {
     return new Promise((resolve, reject) => {
-      const req = http.get(url, { headers: { accept: 'text/event-stream', ...headers } }, (res) =>
-        resolve(new SseClient(res.statusCode ?? 0, res.headers, req, res)),
+      // No agent: the stream has a connection of its own, closed with it.
+      const req = http.get(
+        url,
+        { agent: false, headers: { accept: 'text/event-stream', ...headers } },
+        (res) => resolve(new SseClient(res.statusCode ?? 0, res.headers, req, res)),
       );
       req.on('error', reject);
     });
@@ -88,30 +94,38 @@ export class SseClient {
   }
 
   private parse(): void {
+    // A CR at the very end may be the first half of a CRLF: wait for the next chunk.
     for (;;) {
-      const end = this.buffer.indexOf('\n\n');
-      if (end < 0) return;
-      const block = this.buffer.slice(0, end);
-      this.buffer = this.buffer.slice(end + 2);
-      const message: SseMessage = { data: '' };
-      let hasData = false;
-      for (const line of block.split('\n')) {
-        if (line.startsWith(':')) {
-          this.comments.push(line.slice(1).trim());
-          continue;
-        }
-        const colon = line.indexOf(':');
-        const field = colon < 0 ? line : line.slice(0, colon);
-        const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
-        if (field === 'id') message.id = value;
-        else if (field === 'event') message.event = value;
-        else if (field === 'retry') this.retry = Number(value);
-        else if (field === 'data') {
-          message.data = hasData ? `${message.data}\n${value}` : value;
-          hasData = true;
-        }
-      }
-      if (hasData) this.messages.push(message);
+      const m = /\r\n|\r(?!$)|\n/.exec(this.buffer);
+      if (!m) return;
+      const line = this.buffer.slice(0, m.index);
+      this.buffer = this.buffer.slice(m.index + m[0].length);
+      this.line(line);
+    }
+  }
+
+  private line(line: string): void {
+    if (line === '') {
+      if (this.blockHasData) this.messages.push(this.block);
+      this.block = { data: '' };
+      this.blockHasData = false;
+      return;
+    }
+    if (line.startsWith(':')) {
+      this.comments.push(line.slice(1).trim());
+      return;
+    }
+    const colon = line.indexOf(':');
+    const field = colon < 0 ? line : line.slice(0, colon);
+    const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
+    if (field === 'id') {
+      if (!value.includes('\0')) this.block.id = value;
+    } else if (field === 'event') this.block.event = value;
+    else if (field === 'retry') {
+      if (/^\d+$/.test(value)) this.retry = Number(value);
+    } else if (field === 'data') {
+      this.block.data = this.blockHasData ? `${this.block.data}\n${value}` : value;
+      this.blockHasData = true;
     }
   }
 }
