@@ -27,6 +27,7 @@ export class TcpProxy {
           upstream.destroy();
         });
       }
+      this.connected(client, upstream);
       client.pipe(upstream);
       upstream.pipe(client);
     });
@@ -38,6 +39,9 @@ export class TcpProxy {
     this.server = server;
     return this;
   }
+
+  /** Sees each connection's two ends before they are piped together: a subclass may watch them. */
+  protected connected(_client: net.Socket, _upstream: net.Socket): void {}
 
   /** Destroys every connection and stops listening: connections are refused until `restore`. */
   async cut(): Promise<void> {

@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import type { Browser } from 'playwright-core';
+import { TcpProxy } from '../tcp-proxy.js';
 
 /** Where the browser tests find Chromium: CHROMIUM_PATH, else Debian's package. */
 export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -120,41 +121,19 @@ export async function eventually<T>(
  * a request for `/stream?`) without closing it, as a NAT that forgot the connection would; other
  * connections, and streams opened later, pass as before.
  */
-export class StallingProxy {
-  private server: net.Server | null = null;
+export class StallingProxy extends TcpProxy {
   private readonly streams = new Set<{ client: net.Socket; upstream: net.Socket }>();
-  private readonly sockets = new Set<net.Socket>();
-  port = 0;
   /** Stream connections opened so far. */
   streamsOpened = 0;
 
-  constructor(private readonly targetPort: number) {}
-
-  async start(): Promise<this> {
-    this.server = net.createServer((client) => {
-      const upstream = net.connect(this.targetPort, '127.0.0.1');
-      for (const s of [client, upstream]) {
-        this.sockets.add(s);
-        s.on('error', () => undefined);
-        s.on('close', () => {
-          this.sockets.delete(s);
-          client.destroy();
-          upstream.destroy();
-        });
-      }
-      // A stream may go over a kept-alive connection that carried other requests first.
-      const entry = { client, upstream };
-      client.on('data', (chunk: Buffer) => {
-        if (!/^GET [^ ]*\/stream\?/m.test(chunk.toString('latin1'))) return;
-        this.streamsOpened++;
-        this.streams.add(entry);
-      });
-      client.pipe(upstream);
-      upstream.pipe(client);
+  protected override connected(client: net.Socket, upstream: net.Socket): void {
+    // A stream may go over a kept-alive connection that carried other requests first.
+    const entry = { client, upstream };
+    client.on('data', (chunk: Buffer) => {
+      if (!/^GET [^ ]*\/stream\?/m.test(chunk.toString('latin1'))) return;
+      this.streamsOpened++;
+      this.streams.add(entry);
     });
-    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
-    this.port = (this.server.address() as AddressInfo).port;
-    return this;
   }
 
   stall(): void {
@@ -166,10 +145,5 @@ export class StallingProxy {
       upstream.removeAllListeners('data').on('data', () => undefined);
     }
     this.streams.clear();
-  }
-
-  async close(): Promise<void> {
-    for (const s of this.sockets) s.destroy();
-    await new Promise<void>((resolve) => this.server?.close(() => resolve()) ?? resolve());
   }
 }
