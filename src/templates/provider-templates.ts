@@ -27,6 +27,11 @@ export interface WhatsAppTemplateApi {
     category: TemplateCategory;
     body: string;
   }): Promise<{ providerTemplateId: string; status: TemplateStatus; category: TemplateCategory }>;
+  /**
+   * Deletes the template at the provider (that one language of it). One the provider no longer
+   * holds counts as deleted.
+   */
+  remove(template: { name: string; providerTemplateId: string }): Promise<void>;
   /** Every template the provider holds; those we cannot represent are listed with the reason. */
   list(): Promise<{
     templates: ProviderTemplate[];

@@ -63,8 +63,10 @@ export function templatesRoutes(app: FastifyInstance, templates: TemplatesServic
       tags,
       operationId: 'deleteTemplate',
       summary: 'Delete a template (its name is free again)',
+      description:
+        "One of Meta's (on a WhatsApp Cloud connection) is deleted at Meta first: Meta's refusal is a 422 quoting it, Meta unreachable or throttling a 503, and either way nothing is deleted here.",
       params: IdParams,
-      response: { 200: Success, ...errorResponses(404) },
+      response: { 200: Success, ...errorResponses(404, 422, 503) },
     },
     handler: (req) => templates.delete(req.scope, req.params.id),
   });

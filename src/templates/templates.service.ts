@@ -108,7 +108,17 @@ export class TemplatesService {
     return { data: rows.map(toTemplate), total, page: page.page };
   }
 
+  /**
+   * Deletes a template; one of Meta's (submitted or synced, on a WhatsApp connection) is deleted at
+   * Meta first, outside any transaction, so that a refusal there deletes nothing here.
+   */
   async delete(scope: Scope, id: string): Promise<{ success: true }> {
+    const row = await this.deps.templates.find(scope.accountId, id);
+    if (!row) throw new NotFound('template', id);
+    if (row.provider_template_id !== null) {
+      const provider = await this.deps.whatsappTemplates?.(scope.accountId);
+      await provider?.remove({ name: row.name, providerTemplateId: row.provider_template_id });
+    }
     const name = await this.deps.templates.delete(scope.accountId, id);
     if (name === undefined) throw new NotFound('template', id);
     this.forget(scope.accountId, name);

@@ -555,6 +555,7 @@ export class FakeGraph {
       if (!wabaPhones.some((p) => p.token === r.token)) return unsupported(r.method, id);
       if (edge === 'message_templates' && r.method === 'GET') return this.listTemplates(id, r);
       if (edge === 'message_templates' && r.method === 'POST') return this.createTemplate(id, r);
+      if (edge === 'message_templates' && r.method === 'DELETE') return this.deleteTemplate(id, r);
       return unsupported(r.method, id);
     }
     const page = this.pages.get(id);
@@ -731,6 +732,29 @@ export class FakeGraph {
       })),
       paging,
     });
+  }
+
+  /**
+   * `DELETE /{waba}/message_templates?name=…[&hsm_id=…]`: by name, every language of it; with
+   * `hsm_id`, that one template (whose name must match). One it does not hold is an invalid
+   * parameter, as Meta answers.
+   */
+  private deleteTemplate(wabaId: string, r: RecordedGraphRequest): Reply {
+    const name = r.query.name;
+    if (!name) return invalidParameter('name is required');
+    const doomed = this.templatesOf(wabaId).filter(
+      (t) => t.name === name && (r.query.hsm_id === undefined || t.id === r.query.hsm_id),
+    );
+    if (doomed.length === 0)
+      return graphError(400, {
+        code: 100,
+        error_subcode: 2593002,
+        message: 'Invalid parameter',
+        error_user_title: 'Message template not found',
+        error_user_msg: `There is no message template named ${name}.`,
+      });
+    this.templates = this.templates.filter((t) => !doomed.includes(t));
+    return new Reply(200, { success: true });
   }
 
   private createTemplate(wabaId: string, r: RecordedGraphRequest): Reply {

@@ -203,6 +203,84 @@ describe('POST /v1/templates on a WhatsApp Cloud connection', () => {
   });
 });
 
+describe('DELETE /v1/templates/{id} on a WhatsApp Cloud connection', () => {
+  async function submitted(acc: TestAccount, name: string) {
+    const res = await acc.call({
+      method: 'POST',
+      url: '/v1/templates',
+      payload: { name, language: 'en_US', body: 'Hi {{1}}' },
+    });
+    expectStatus(res, 201);
+    return res.json<{ id: string }>();
+  }
+
+  it('deletes the template at Meta by its id and name, then here: the name is free again at both', async () => {
+    const { acc, waba, token } = await connectedAccount();
+    const tpl = await submitted(acc, 'spring_promo');
+    const metaId = graph.templatesOf(waba)[0]!.id;
+    expectStatus(await acc.call({ method: 'DELETE', url: `/v1/templates/${tpl.id}` }), 200);
+    const req = graph.last({ method: 'DELETE', resource: `${waba}/message_templates` })!;
+    expect(req.headers.authorization).toBe(`Bearer ${token}`);
+    expect(req.query).toMatchObject({ hsm_id: metaId, name: 'spring_promo' });
+    expect(graph.templatesOf(waba)).toEqual([]);
+    expect(await list(acc)).toEqual([]);
+    // Submitted again under the same name: Meta takes it, and so do we.
+    await submitted(acc, 'spring_promo');
+    expect(graph.templatesOf(waba)).toHaveLength(1);
+  });
+
+  it('one Meta no longer holds (deleted in WhatsApp Manager) is deleted here all the same', async () => {
+    const { acc, waba } = await connectedAccount();
+    const tpl = await submitted(acc, 'gone_at_meta');
+    const metaId = graph.templatesOf(waba)[0]!.id;
+    // Deleted at Meta behind our back.
+    await connected
+      .get(acc.accountId)!
+      .remove({ name: 'gone_at_meta', providerTemplateId: metaId });
+    expect(graph.templatesOf(waba)).toEqual([]);
+    const res = await acc.call({ method: 'DELETE', url: `/v1/templates/${tpl.id}` });
+    expectStatus(res, 200);
+    // Meta said it holds no such template (#100), which is what was asked for.
+    expect(graph.find({ method: 'DELETE', resource: `${waba}/message_templates` })).toHaveLength(2);
+    expect(await list(acc)).toEqual([]);
+  });
+
+  it("Meta's refusal (a token it no longer takes) is a 422 quoting it, and nothing is deleted here; a throttled Meta a 503", async () => {
+    const { acc, waba } = await connectedAccount();
+    const tpl = await submitted(acc, 'kept_here');
+    graph.failNext(
+      { method: 'DELETE', resource: `${waba}/message_templates` },
+      1,
+      META_ERRORS.expiredToken,
+    );
+    const refused = expectError(
+      await acc.call({ method: 'DELETE', url: `/v1/templates/${tpl.id}` }),
+      422,
+    );
+    expect(refused.message).toContain('(#190)');
+    graph.failNext(
+      { method: 'DELETE', resource: `${waba}/message_templates` },
+      1,
+      META_ERRORS.tooManyCalls,
+    );
+    expectStatus(await acc.call({ method: 'DELETE', url: `/v1/templates/${tpl.id}` }), 503);
+    expect((await list(acc)).map((x) => x.name)).toEqual(['kept_here']);
+    expect(graph.templatesOf(waba)).toHaveLength(1);
+  });
+
+  it('a template of our own (sandbox) is deleted without a Graph call', async () => {
+    const acc = await newAccount(t);
+    const res = await acc.call({
+      method: 'POST',
+      url: '/v1/templates',
+      payload: { name: 'local_only', body: 'x' },
+    });
+    expectStatus(res, 201);
+    expectStatus(await acc.call({ method: 'DELETE', url: `/v1/templates/${res.json().id}` }), 200);
+    expect(graph.find({ method: 'DELETE' })).toEqual([]);
+  });
+});
+
 describe('POST /v1/templates/sync', () => {
   it('is a 422 without a WhatsApp Cloud connection', async () => {
     const acc = await newAccount(t);
