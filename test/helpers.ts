@@ -49,6 +49,10 @@ export async function startTestApp(
     eventStreams?: AppDeps['eventStreams'];
     /** The webchat visitor endpoints' rate limits. */
     webchatLimits?: AppDeps['webchatLimits'];
+    /** How long an API send waits for the provider's answer (10 s by default). */
+    sendWaitMs?: AppDeps['sendWaitMs'];
+    /** How long a send's first attempt holds its job before a runner may send again. */
+    sendLeaseMs?: AppDeps['sendLeaseMs'];
   } = {},
 ): Promise<TestApp> {
   const url = opts.databaseUrl ?? inject('databaseUrl');
@@ -74,6 +78,8 @@ export async function startTestApp(
     eventFeedUrl: opts.readCache === false ? null : url,
     eventStreams: opts.eventStreams,
     webchatLimits: opts.webchatLimits,
+    sendWaitMs: opts.sendWaitMs,
+    sendLeaseMs: opts.sendLeaseMs,
   });
   await app.ready();
   const feed = opts.readCache === false ? null : listenForChanges(url, app.log, services);

@@ -1,10 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { FakeGraph, META_ERRORS } from '../fake-graph/server.js';
-import { newAccount, randomPhone, type TestAccount, type TestApp } from '../helpers.js';
+import {
+  newAccount,
+  randomPhone,
+  startTestApp,
+  type TestAccount,
+  type TestApp,
+} from '../helpers.js';
 import { createContact, eventsOf, expectStatus, freezeClock, receive } from '../inbox-helpers.js';
 import { SEND_WAIT_MS } from '../../src/messages/messages.service.js';
-import { runnerOf, startSendTestApp } from './send-test-app.js';
+import { runnerOf } from './send-test-app.js';
 
 // Integration: a WhatsApp connection on the fake Graph API, the sandbox enabled (the default),
 // and sends Graph throttles, so that their job tries again after the channel changed.
@@ -34,7 +40,8 @@ function addPhone(token: string) {
 beforeAll(async () => {
   graph = await new FakeGraph().start();
   addPhone(WA.access_token);
-  t = await startSendTestApp({
+  t = await startTestApp({
+    readCache: false,
     config: { metaGraphUrl: graph.url, secretsKey: randomBytes(32), sandboxEnabled: true },
     sendWaitMs: WAIT_MS,
   });

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { ChannelProvider, OutboundMessage } from '../../src/channels/channel.js';
-import { newAccount, type TestApp } from '../helpers.js';
+import { newAccount, startTestApp, type TestApp } from '../helpers.js';
 import { createContact, sendJobsOf } from '../inbox-helpers.js';
-import { runnerOf, startSendTestApp } from './send-test-app.js';
+import { runnerOf } from './send-test-app.js';
 
 // A batch of 300 messages goes 64 calls at a time: 5 rounds of 1 s calls, about 5 s in all,
 // longer than its job's claim (3 s here, 60 s in the service, where calls may take 20 s each).
@@ -31,7 +31,7 @@ const slow: ChannelProvider = {
 
 let t: TestApp;
 beforeAll(async () => {
-  t = await startSendTestApp({ providers: { webchat: slow }, sendLeaseMs: LEASE_MS });
+  t = await startTestApp({ readCache: false, providers: { webchat: slow }, sendLeaseMs: LEASE_MS });
 });
 afterAll(() => t.close());
 
