@@ -35,6 +35,7 @@ import type { ChannelProvider, ResolvedProvider } from './channels/channel.js';
 import type { Channel } from './db/schema.js';
 import { SandboxProvider } from './channels/sandbox/sandbox.provider.js';
 import { sandboxRoutes } from './channels/sandbox/sandbox.routes.js';
+import { SandboxService } from './channels/sandbox/sandbox.service.js';
 import { sandboxStatusJob } from './channels/sandbox/sandbox-status.job.js';
 import {
   ConnectionsRepository,
@@ -426,6 +427,7 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     conversations,
     messages,
     sandbox,
+    sandboxControls: new SandboxService({ sandbox, messages, templates, connections }),
     webhooks,
     broadcasts,
     connections,
@@ -559,7 +561,7 @@ export async function buildApp(
       templatesRoutes(v1, services.templates);
       conversationsRoutes(v1, services.conversations);
       messagesRoutes(v1, services.messages);
-      if (deps.config.sandboxEnabled) sandboxRoutes(v1, services);
+      if (deps.config.sandboxEnabled) sandboxRoutes(v1, services.sandboxControls);
       webhooksRoutes(v1, services.webhooks);
       broadcastsRoutes(v1, services.broadcasts);
       mediaRoutes(v1, services.media);

@@ -42,6 +42,7 @@ export const ReviewTemplateBody = Type.Object(
   { status: Type.Union([Type.Literal('approved'), Type.Literal('rejected')]) },
   { additionalProperties: false },
 );
+export type ReviewTemplateBody = Static<typeof ReviewTemplateBody>;
 
 export const ListTemplatesQuery = Type.Object({ ...PageQuery }, { additionalProperties: false });
 
