@@ -33,7 +33,7 @@ export type JobOutcome =
 export interface JobHandler<K extends JobKind = JobKind> {
   kind: K;
   /** Delays between attempts after unexpected failures; past the last entry the job dies. */
-  retryDelaysMs: number[];
+  retryDelaysMs: readonly number[];
   handle(job: ClaimedJob<K>): Promise<JobOutcome>;
   /**
    * Called once when the job dies (its retries ran out), in the transaction that marks it dead,

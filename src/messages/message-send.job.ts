@@ -2,6 +2,7 @@ import type { Tx } from '../db/database.js';
 import type { JobHandler } from '../jobs/job-runner.js';
 import type { MessagesRepository } from './messages.repository.js';
 import type { MessagesService } from './messages.service.js';
+import { SEND_RETRY_DELAYS_MS } from './send-pipeline.js';
 
 /**
  * Sends what a send job still holds `queued`: after its first attempt (the API's or the
@@ -15,7 +16,11 @@ export function messageSendJob(
 ): JobHandler<'message.send'> {
   return {
     kind: 'message.send',
-    retryDelaysMs: [1000, 5000, 30_000, 120_000, 600_000, 1_800_000, 3_600_000],
+    // The job's attempts count the provider's answers too (the pipeline's own retries, on the
+    // same schedule), so a run that fails (the database away) waits as a send retry would, and
+    // the job is kept dead only once a send's whole day of retries is spent: an error after
+    // twenty throttled minutes is one more retry, not the end.
+    retryDelaysMs: SEND_RETRY_DELAYS_MS,
     handle: async (job) => {
       const queued = await repository.findQueued(job.accountId, job.payload.message_ids);
       const byChannel = new Map<string, typeof queued>();

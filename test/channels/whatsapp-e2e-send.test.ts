@@ -322,6 +322,12 @@ describe('synchronous Graph errors', () => {
       '(#130429) Rate limit hit',
     ],
     [
+      '130429 throttling with Retry-After: 86400 (honoured up to an hour)',
+      { ...META_ERRORS.rateLimitHit, headers: { 'retry-after': '86400' } },
+      3_600_000,
+      '(#130429) Rate limit hit',
+    ],
+    [
       '80007 throttling',
       META_ERRORS.rateLimitIssues,
       SEND_RETRY_DELAYS_MS[0]!,

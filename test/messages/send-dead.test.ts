@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { JobRunner, type JobHandler } from '../../src/jobs/job-runner.js';
+import { SEND_RETRY_DELAYS_MS } from '../../src/messages/send-pipeline.js';
 import { META_ERRORS } from '../fake-graph/server.js';
 import {
   connectedAccount,
@@ -67,4 +68,41 @@ it('a send job whose retries run out is kept dead, and its queued message fails 
   ]);
   // Only the one attempt that was throttled ever reached Graph.
   expect(e.graph.find(c.sendMatcher)).toHaveLength(1);
+});
+
+it('a run that fails after twenty throttled minutes is one more retry on the send schedule, not the end', async () => {
+  const c = await connectedAccount(e);
+  const contact = await createContact(c.acc);
+  await contactWrites(e, c, contact);
+  e.graph.failNext(c.sendMatcher, 1, META_ERRORS.rateLimitIssues);
+  const res = await send(c, { contact_id: contact.id, type: 'text', content: 'patience' });
+  expect(res.json()).toMatchObject({ status: 'queued' });
+  const [job] = await jobsOf(e, c.acc.accountId, 'message.send');
+  // Eight attempts in (about twenty minutes of throttling), the next run fails outright.
+  await e.t.db
+    .updateTable('jobs')
+    .set({ attempts: 8, run_at: e.t.clock.now() })
+    .where('account_id', '=', c.acc.accountId)
+    .where('id', '=', job!.id)
+    .execute();
+  const real = e.t.services.jobHandlers.find((h) => h.kind === 'message.send')!;
+  const failing = {
+    ...real,
+    handle: () => Promise.reject(new Error('deadlock detected')),
+  } as JobHandler;
+  const before = e.t.clock.now().getTime();
+  await new JobRunner({
+    db: e.t.db,
+    clock: e.t.clock,
+    log: e.t.app.log,
+    handlers: [failing],
+    accountId: c.acc.accountId,
+  }).drain();
+  const [after] = await jobsOf(e, c.acc.accountId, 'message.send');
+  expect(after!.dead_at).toBeNull();
+  // Due again after the send schedule's ninth delay.
+  const due = after!.run_at.getTime() - SEND_RETRY_DELAYS_MS[8]!;
+  expect(due).toBeGreaterThanOrEqual(before);
+  expect(due).toBeLessThanOrEqual(e.t.clock.now().getTime());
+  expect((await messageRow(e, c.acc.accountId, res.json().id)).status).toBe('queued');
 });

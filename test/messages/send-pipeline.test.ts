@@ -3,6 +3,7 @@ import { newAccount, startTestApp, type TestApp } from '../helpers.js';
 import { createContact, sendJobsOf } from '../inbox-helpers.js';
 import { trackTimers } from '../live-timers.js';
 import { slowProvider } from './slow-provider.js';
+import { SEND_RETRY_DELAYS_MS } from '../../src/messages/send-pipeline.js';
 
 // Many sends in flight at once, their answers recorded together; one recipient refused for good.
 const REFUSED_PHONE_SUFFIX = '9999';
@@ -86,4 +87,12 @@ it('a send answered in time leaves no timer behind it (the 10 s wait is cleared,
   } finally {
     timers.stop();
   }
+});
+
+it('the send retry schedule is the documented one: 2 s, 10 s and 30 s first, never more than an hour apart, a day in all', () => {
+  expect(SEND_RETRY_DELAYS_MS.slice(0, 3)).toEqual([2_000, 10_000, 30_000]);
+  expect(Math.max(...SEND_RETRY_DELAYS_MS)).toBe(3_600_000);
+  const total = SEND_RETRY_DELAYS_MS.reduce((a, b) => a + b, 0);
+  expect(total).toBeGreaterThanOrEqual(24 * 3_600_000);
+  expect(total).toBeLessThan(25 * 3_600_000);
 });
