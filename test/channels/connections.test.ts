@@ -399,6 +399,12 @@ describe('PUT /v1/channels/{channel}', () => {
     expect((await refused(whatsappBody({ access_token: 7 }))).details).toMatchObject([
       { field: 'access_token' },
     ]);
+    // A token goes into an Authorization header: one with a line break, a space or a letter
+    // beyond ASCII could never be sent (it was a 503 "try again", for good).
+    for (const token of ['EAAG\ncd', 'EAAG cd', 'EAAGé', 'EAAG\u0000'])
+      expect((await refused(whatsappBody({ access_token: token }))).details).toMatchObject([
+        { field: 'access_token' },
+      ]);
     expect(graph.requests).toHaveLength(0);
     expect(await row(acc.accountId, 'whatsapp')).toBeUndefined();
   });

@@ -49,11 +49,18 @@ export const Connection = Type.Object(
 );
 export type Connection = Static<typeof Connection>;
 
-// Graph ids are digits; tokens and secrets are opaque but bounded, and never echoed back.
+// Graph ids are digits; tokens and secrets are opaque but bounded, printable ASCII without
+// spaces (a token goes into an Authorization header, which takes nothing else), and never
+// echoed back.
 const GraphId = (description: string) =>
   Type.String({ minLength: 1, maxLength: 64, pattern: '^[0-9]+$', description });
 const Secret = (description: string) =>
-  Type.String({ minLength: 1, maxLength: 4096, description: `${description} Write-only.` });
+  Type.String({
+    minLength: 1,
+    maxLength: 4096,
+    pattern: '^[\\x21-\\x7E]+$',
+    description: `${description} Write-only.`,
+  });
 
 export const WhatsAppConnectBody = Type.Object(
   {
