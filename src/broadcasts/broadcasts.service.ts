@@ -245,9 +245,16 @@ export class BroadcastsService {
       ));
     } catch (err) {
       if (!(err instanceof AppError)) throw err;
-      // The channel is not connected and the sandbox is off: nothing can be sent.
+      // The channel is not connected and the sandbox is off: nothing more can be sent. One that
+      // had begun (a batch queued) announces its end, as any broadcast that sent does.
       await this.deps.tx.run({ accountId }, (trx) =>
-        this.end(trx, accountId, id, `cannot send on ${channel}: ${err.message}`, false),
+        this.end(
+          trx,
+          accountId,
+          id,
+          `cannot send on ${channel}: ${err.message}`,
+          found.cursor !== null,
+        ),
       );
       return 'done';
     }
@@ -286,7 +293,9 @@ export class BroadcastsService {
         } catch (err) {
           if (!(err instanceof AppError)) throw err;
           // Nothing more can be sent (e.g. the template is no longer approved).
-          await this.end(trx, accountId, id, err.message, b.sent + b.failed > 0);
+          // Its counts may not have caught up with a batch still with the provider: whether a
+          // batch was queued says whether it had begun.
+          await this.end(trx, accountId, id, err.message, b.cursor !== null);
           return 'done';
         }
       }

@@ -138,6 +138,44 @@ describe('SANDBOX_ENABLED=false', () => {
     }
   });
 
+  it('a broadcast whose channel is disconnected part-way ends failed with what it sent, and announces it', async () => {
+    // Batches of one, so that the audience is part-way when the channel goes.
+    const small = await startE2E({ sandboxEnabled: false, broadcastBatchSize: 1 });
+    try {
+      const c = await connectedAccount(small);
+      for (let i = 0; i < 3; i++) await createContact(c.acc);
+      const tpl = await approvedTemplate(small, c, 'Hello {{1}}');
+      const created = await c.acc.call({
+        method: 'POST',
+        url: '/v1/broadcasts',
+        payload: {
+          name: 'Part-way',
+          channel: 'whatsapp',
+          audience: { all: true },
+          message: { type: 'template', template_name: tpl.name, template_params: ['Ada'] },
+        },
+      });
+      expect(created.statusCode, created.body).toBe(201);
+      const id = created.json<{ id: string }>().id;
+      const broadcasts = small.t.services.broadcasts;
+      expect(await broadcasts.sendNextBatch(c.acc.accountId, id)).toBe('more');
+      expect(
+        (await c.acc.call({ method: 'DELETE', url: '/v1/channels/whatsapp' })).statusCode,
+      ).toBe(200);
+      expect(await broadcasts.sendNextBatch(c.acc.accountId, id)).toBe('done');
+      const b = await c.acc.call({ method: 'GET', url: `/v1/broadcasts/${id}` });
+      expect(b.json()).toMatchObject({
+        status: 'failed',
+        failure_reason: expect.stringMatching(/^cannot send on whatsapp: /),
+        stats: { sent: 1, failed: 0 },
+      });
+      expect(await events(small, c.acc.accountId, 'broadcast.completed')).toHaveLength(1);
+      expect(small.graph.find(c.sendMatcher)).toHaveLength(1);
+    } finally {
+      await small.close();
+    }
+  });
+
   it('a connected WhatsApp sends; once disconnected, what was still queued fails for good', async () => {
     const c = await connectedAccount(e);
     const contact = await createContact(c.acc);
