@@ -239,7 +239,16 @@ export class SendPipeline {
     const records: OutboundRecord[] = [];
     let retryAfterMs = 0;
     let retryReason = '';
-    for (const [id, outcome] of outcomes) {
+    // A message the attempt never reached (it stopped when its claim could not be kept) is tried
+    // again like a throttled one: the job must live on while any of its messages is queued.
+    const answered: [string, SendOutcome][] = [...outcomes];
+    for (const m of send.messages)
+      if (!outcomes.has(m.messageId))
+        answered.push([
+          m.messageId,
+          { status: 'retry', reason: 'not tried: the send job could not keep its claim' },
+        ]);
+    for (const [id, outcome] of answered) {
       if (outcome.status === 'accepted') {
         records.push({ id, status: 'sent', providerMessageId: outcome.providerMessageId });
       } else if (outcome.status === 'failed') {

@@ -3,7 +3,11 @@ import { newAccount, startTestApp, type TestApp } from '../helpers.js';
 import { createContact, sendJobsOf } from '../inbox-helpers.js';
 import { trackTimers } from '../live-timers.js';
 import { slowProvider } from './slow-provider.js';
-import { SEND_RETRY_DELAYS_MS } from '../../src/messages/send-pipeline.js';
+import {
+  SEND_RETRY_DELAYS_MS,
+  SendPipeline,
+  type QueuedSend,
+} from '../../src/messages/send-pipeline.js';
 
 // Many sends in flight at once, their answers recorded together; one recipient refused for good.
 const REFUSED_PHONE_SUFFIX = '9999';
@@ -95,4 +99,27 @@ it('the send retry schedule is the documented one: 2 s, 10 s and 30 s first, nev
   const total = SEND_RETRY_DELAYS_MS.reduce((a, b) => a + b, 0);
   expect(total).toBeGreaterThanOrEqual(24 * 3_600_000);
   expect(total).toBeLessThan(25 * 3_600_000);
+});
+
+it('a message the attempt never reached (its claim could not be kept) is tried again, so its job lives on', () => {
+  const pipeline = new SendPipeline({} as ConstructorParameters<typeof SendPipeline>[0]);
+  const message = (id: string) => ({ messageId: id }) as QueuedSend['messages'][number];
+  const send: QueuedSend = {
+    accountId: 'acc_x',
+    channel: 'whatsapp',
+    jobId: 'job_x',
+    lease: new Date(),
+    attempt: 1,
+    messages: [message('msg_1'), message('msg_2'), message('msg_3')],
+    observed: false,
+  };
+  const plan = pipeline.plan(
+    send,
+    new Map([['msg_1', { status: 'accepted', providerMessageId: 'wamid.1' }]]),
+  );
+  expect(plan.records).toEqual([{ id: 'msg_1', status: 'sent', providerMessageId: 'wamid.1' }]);
+  expect(plan.retry).toEqual({
+    afterMs: SEND_RETRY_DELAYS_MS[0],
+    error: 'not tried: the send job could not keep its claim',
+  });
 });
