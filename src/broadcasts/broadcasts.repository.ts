@@ -316,7 +316,11 @@ export class BroadcastsRepository {
         AS r(contact_id, conversation_id, message_id, failure_reason)`.execute(trx);
   }
 
-  /** Marks the first reply on a conversation for every broadcast awaiting one there; returns their ids. */
+  /**
+   * Marks the first reply on a conversation for every broadcast awaiting one there, whose message
+   * was sent (the provider took it: not one still queued, or refused) before the reply; returns
+   * their ids.
+   */
   async markReplied(
     trx: Tx,
     accountId: string,
@@ -325,13 +329,24 @@ export class BroadcastsRepository {
   ): Promise<string[]> {
     if (conversationIds.length === 0) return [];
     const rows = await trx
-      .updateTable('broadcast_recipients')
+      .updateTable('broadcast_recipients as r')
       .set({ replied_at: now })
-      .where('account_id', '=', accountId)
-      .where('conversation_id', '=', (eb) => eb.fn.any(eb.val(conversationIds)))
-      .where('replied_at', 'is', null)
-      .where('message_id', 'is not', null)
-      .returning('broadcast_id')
+      .where('r.account_id', '=', accountId)
+      .where('r.conversation_id', '=', (eb) => eb.fn.any(eb.val(conversationIds)))
+      .where('r.replied_at', 'is', null)
+      .where('r.message_id', 'is not', null)
+      .where((eb) =>
+        eb.exists(
+          eb
+            .selectFrom('messages as m')
+            .select('m.id')
+            .whereRef('m.account_id', '=', 'r.account_id')
+            .whereRef('m.id', '=', 'r.message_id')
+            .where('m.status', 'in', ['sent', 'delivered', 'read'])
+            .where('m.created_at', '<=', now),
+        ),
+      )
+      .returning('r.broadcast_id')
       .execute();
     return rows.map((r) => r.broadcast_id);
   }

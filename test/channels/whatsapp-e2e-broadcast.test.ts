@@ -285,6 +285,30 @@ describe('a template broadcast on a WhatsApp connection', () => {
     }
   });
 
+  it('replied counts a reply only to a message that was sent: not to one still queued', async () => {
+    const c = await connectedAccount(e);
+    const tpl = await approvedTemplate(e, c, 'New arrivals: {{1}}');
+    const [sent, throttled] = await audience(c, 'replies', 2);
+    e.graph.failNext((r) => toOf(r) === throttled!.phone.slice(1), 1, META_ERRORS.pairRateLimit);
+    const restore = freezeClock(e.t.clock);
+    try {
+      const b = await broadcast(c, 'replies', tpl.name);
+      await drain(e, c.acc.accountId);
+      // Both write back while the throttled one's message still waits for its retry.
+      await contactWrites(e, c, sent!, 'yes');
+      await contactWrites(e, c, throttled!, 'what offer?');
+      expect((await getBroadcast(c, b.id)).stats).toMatchObject({ sent: 1, replied: 1 });
+      // Sent on its retry; a reply after that counts.
+      e.t.clock.advance(SEND_RETRY_DELAYS_MS[0]!);
+      await drain(e, c.acc.accountId);
+      e.t.clock.advance(1_000);
+      await contactWrites(e, c, throttled!, 'ok, yes');
+      expect((await getBroadcast(c, b.id)).stats).toMatchObject({ sent: 2, replied: 2 });
+    } finally {
+      restore();
+    }
+  });
+
   it('a broadcast whose every message is throttled until its retries run out ends failed, announced once', async () => {
     const c = await connectedAccount(e);
     const tpl = await approvedTemplate(e, c, 'Last call: {{1}} off');
