@@ -213,12 +213,18 @@ export function installIdempotency(app: FastifyInstance, deps: { db: Db; clock: 
     if (status === 429 || status >= 500) {
       // Not stored: the client may try again. An effect that did commit keeps its record.
       if (!r.committed) {
-        await db
-          .deleteFrom('idempotency_keys')
-          .where((eb) => eb.and(idOf(r)))
-          .where('state', '=', 'running')
-          .where('locked_at', '=', r.lockedAt)
-          .execute();
+        try {
+          await db
+            .deleteFrom('idempotency_keys')
+            .where((eb) => eb.and(idOf(r)))
+            .where('state', '=', 'running')
+            .where('locked_at', '=', r.lockedAt)
+            .execute();
+        } catch (err) {
+          // The database gone too (the likely cause of this 503): the answer goes out as it is,
+          // in our envelope; the key, still running, is taken over once its lock goes stale.
+          request.log.warn({ err }, 'idempotency key not released after a failed request');
+        }
       }
       return payload;
     }
