@@ -124,7 +124,7 @@ describe('visitor sessions and tokens', () => {
     expect(resumed.visitor.id).not.toBe(s.visitor.id);
   });
 
-  it('an unknown widget key is a 404', async () => {
+  it('an unknown widget key is a 404 the page can read (the widget stops on it)', async () => {
     const res = await t.app.inject({
       method: 'POST',
       url: '/webchat/v1/wk_01ARZ3NDEKTSV4RRFFQ69G5FAV_AAAAAAAAAAAAAAAA/session',
@@ -132,6 +132,7 @@ describe('visitor sessions and tokens', () => {
       payload: {},
     });
     expectError(res, 404);
+    expect(res.headers['access-control-allow-origin']).toBe('*');
   });
 });
 
@@ -819,7 +820,11 @@ describe('rate limits', () => {
       const c = await connectWebchat(acc);
       expectStatus(await visitorOf(byAddress, c).call('POST', 'session', {}), 200);
       expectStatus(await visitorOf(byAddress, c).call('POST', 'session', {}), 200);
-      expectError(await visitorOf(byAddress, c).call('POST', 'session', {}), 429);
+      const over = await visitorOf(byAddress, c).call('POST', 'session', {});
+      expectError(over, 429);
+      expect(Number(over.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+      // Counted before the widget's origins are known: readable by any page, the widget's too.
+      expect(over.headers['access-control-allow-origin']).toBe('*');
     } finally {
       await byAddress.close();
     }

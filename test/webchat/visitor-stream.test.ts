@@ -1,4 +1,4 @@
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newAccount, startTestApp, type TestAccount, type TestApp } from '../helpers.js';
 import { eventsOf, expectError, expectStatus } from '../inbox-helpers.js';
@@ -189,6 +189,50 @@ async function chatting(opts: { identifier?: string } = {}) {
       201,
     );
   return { acc, c, visitor, reply };
+}
+
+/**
+ * Stores `n` messages in the account's one webchat conversation, as copies of its first (the
+ * visitor's), `content` each, created from `at` one millisecond apart: as many as no visitor
+ * could write in that time, without waking any stream.
+ */
+async function storeMessages(
+  app: TestApp,
+  acc: TestAccount,
+  n: number,
+  content: string,
+  at: Date,
+  tag = 'stored',
+) {
+  const first = await app.db
+    .selectFrom('messages')
+    .selectAll()
+    .where('account_id', '=', acc.accountId)
+    .orderBy('created_at')
+    .executeTakeFirstOrThrow();
+  const rows = Array.from({ length: n }, (_, i) => ({
+    ...first,
+    id: `msg_${tag}_${String(i).padStart(5, '0')}`,
+    content,
+    provider_message_id: null,
+    template_params: null,
+    created_at: new Date(at.getTime() + i),
+    updated_at: new Date(at.getTime() + i),
+  }));
+  for (let i = 0; i < rows.length; i += 200)
+    await app.db
+      .insertInto('messages')
+      .values(rows.slice(i, i + 200))
+      .execute();
+}
+
+/** Polls `ok` until it holds, failing after `ms` (a bound for a stuck test, not a timing). */
+async function eventually(what: string, ok: () => boolean, ms = 10_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!ok()) {
+    if (Date.now() > deadline) throw new Error(`not ${what} within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
 }
 
 /** The account's API through another app (another API process, with its own pool and feed). */
@@ -407,6 +451,131 @@ describe('stream caps', () => {
   });
 });
 
+describe('caps per account, per address, and in time', () => {
+  it('one account filling its share leaves others theirs (503); one address gets a 429', async () => {
+    const small = await startTestApp({
+      config: { secretsKey: SECRETS_KEY },
+      webchatLimits: {
+        perAddress: 1_000,
+        perVisitor: 1_000,
+        streamsPerAccount: 2,
+        streamsPerAddress: 3,
+      },
+    });
+    const streams: Stream[] = [];
+    try {
+      const at = await listen(small);
+      const newcomer = async () => {
+        const c = await connectWebchat(await newAccount(small));
+        const visitor = visitorOf(small, c);
+        await visitor.start();
+        return { c, visitor };
+      };
+      const streamOf = (v: { c: WebchatConnection; visitor: { token: string } }) =>
+        small.app.inject({
+          method: 'GET',
+          url: `/webchat/v1/${v.c.widget_key}/stream?token=${encodeURIComponent(v.visitor.token)}`,
+          headers: { origin: ORIGIN },
+        });
+      const a = await newcomer();
+      // New visitors cost nothing: two of them fill account A's share.
+      const a2 = { c: a.c, visitor: visitorOf(small, a.c) };
+      await a2.visitor.start();
+      streams.push(await openStream(at, a.c.widget_key, a.visitor.token));
+      streams.push(await openStream(at, a.c.widget_key, a2.visitor.token));
+      const a3 = { c: a.c, visitor: visitorOf(small, a.c) };
+      await a3.visitor.start();
+      const full = await streamOf(a3);
+      expectError(full, 503);
+      expect(full.json().error.code).toBe('unavailable');
+      expect(Number(full.headers['retry-after'])).toBeGreaterThan(0);
+
+      // Account B's visitors still get theirs.
+      const b = await newcomer();
+      streams.push(await openStream(at, b.c.widget_key, b.visitor.token));
+
+      // The address holds three streams, its most: a fourth, of any account, is a 429.
+      const b2 = { c: b.c, visitor: visitorOf(small, b.c) };
+      await b2.visitor.start();
+      const over = await streamOf(b2);
+      expectError(over, 429);
+      expect(over.json().error.code).toBe('rate_limited');
+      expect(Number(over.headers['retry-after'])).toBeGreaterThan(0);
+      expect(over.headers['access-control-allow-origin']).toBe(ORIGIN);
+
+      // A stream closed gives its place back.
+      await streams.shift()!.close();
+      await eventually('a place freed', () => small.services.visitorStreams.size === 2);
+      streams.push(await openStream(at, b.c.widget_key, b2.visitor.token));
+    } finally {
+      for (const s of streams) await s.close();
+      await small.close();
+    }
+  });
+
+  it('a stream past its lifetime ends without an `end` event (EventSource reconnects)', async () => {
+    const brief = await startTestApp({
+      config: { secretsKey: SECRETS_KEY },
+      webchatLimits: { perAddress: 1_000, perVisitor: 1_000, streamLifetimeMs: 300 },
+    });
+    try {
+      const at = await listen(brief);
+      const c = await connectWebchat(await newAccount(brief));
+      const visitor = visitorOf(brief, c);
+      await visitor.start();
+      const stream = await openStream(at, c.widget_key, visitor.token);
+      try {
+        expect(await stream.endedWithin(10_000)).toBe(true);
+        expect(stream.events().map((e) => e.event)).toEqual(['ready']);
+        expect(brief.services.visitorStreams.size).toBe(0);
+      } finally {
+        await stream.close();
+      }
+    } finally {
+      await brief.close();
+    }
+  });
+});
+
+describe('a client that does not read', () => {
+  it('has its stream dropped once what it left unread passes the cap, not held in memory', async () => {
+    const capped = await startTestApp({
+      config: { secretsKey: SECRETS_KEY },
+      webchatLimits: { perAddress: 1_000, perVisitor: 1_000, maxBufferedBytes: 64 * 1024 },
+    });
+    standInForIdentities(capped.services);
+    try {
+      const at = await listen(capped);
+      const acc = await newAccount(capped);
+      const c = await connectWebchat(acc);
+      const visitor = visitorOf(capped, c);
+      await visitor.start();
+      await visitor.send('hello?');
+      const raw = connect(Number(new URL(at).port), '127.0.0.1');
+      let seen = '';
+      raw.on('data', (chunk: Buffer) => (seen += chunk.toString()));
+      raw.write(
+        `GET /webchat/v1/${c.widget_key}/stream?token=${encodeURIComponent(visitor.token)} HTTP/1.1\r\n` +
+          `Host: 127.0.0.1\r\nOrigin: ${ORIGIN}\r\n\r\n`,
+      );
+      try {
+        await eventually('the first message', () => seen.includes('hello?'));
+        // From here on the client reads nothing.
+        raw.pause();
+        expect(capped.services.visitorStreams.size).toBe(1);
+        // 500 messages of 4,096 control characters: about 24 KB each once escaped in JSON.
+        await storeMessages(capped, acc, 500, '\u0001'.repeat(4096), new Date());
+        await visitor.send('wake up');
+        await eventually('the stream dropped', () => capped.services.visitorStreams.size === 0);
+      } finally {
+        raw.destroy();
+      }
+    } finally {
+      await capped.close();
+    }
+  });
+});
+
 describe('keep-alive', () => {
   it('an open stream sends `event: ping` with data {}, not a comment', async () => {
     const quick = await startTestApp({
@@ -455,6 +624,54 @@ describe('shutdown', () => {
 });
 
 describe('resuming', () => {
+  it('a Last-Event-ID that names no real instant is a 422 in the envelope', async () => {
+    const { c, visitor } = await chatting();
+    for (const id of ['2024-02-30T00:00:00Z', '-271821-04-20T00:00:00Z', 'yesterday']) {
+      const res = await t.app.inject({
+        method: 'GET',
+        url: `/webchat/v1/${c.widget_key}/stream?token=${encodeURIComponent(visitor.token)}`,
+        headers: { origin: ORIGIN, 'last-event-id': id },
+      });
+      expectError(res, 422);
+      expect(res.json().error).toMatchObject({
+        code: 'validation_error',
+        details: [{ field: 'Last-Event-ID', issue: 'must be a date-time' }],
+      });
+    }
+  });
+
+  it('more messages than a page within the overlap window do not hold the stream', async () => {
+    const { acc, c, visitor, reply } = await chatting();
+    const stream = await openStream(base, c.widget_key, visitor.token);
+    try {
+      await stream.untilMessage('hello?');
+      // 250 within one second (more than one read's page), stored without a wake-up…
+      await storeMessages(t, acc, 250, 'stored', new Date(Date.now() - 1_000));
+      // …then one more, which wakes the stream.
+      await reply('the last one');
+      await stream.untilMessage('the last one', 10_000);
+      expect(stream.messages().filter((m) => m.content === 'stored')).toHaveLength(250);
+      expect(new Set(stream.messages().map((m) => m.id)).size).toBe(stream.messages().length);
+      const lastId = lastMessageId(stream);
+      await stream.close();
+
+      // A resume that missed more than a page gets all of it, with no further message.
+      await storeMessages(t, acc, 250, 'missed', new Date(Date.parse(lastId) + 1), 'missed');
+      const resumed = await openStream(base, c.widget_key, visitor.token, { lastEventId: lastId });
+      try {
+        await resumed.until(
+          'every missed message',
+          () => resumed.messages().filter((m) => m.content === 'missed').length === 250,
+          10_000,
+        );
+      } finally {
+        await resumed.close();
+      }
+    } finally {
+      await stream.close();
+    }
+  });
+
   it('reconnecting with Last-Event-ID gets every message sent while away', async () => {
     const { c, visitor, reply } = await chatting();
     const first = await openStream(base, c.widget_key, visitor.token);

@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
-import { Unavailable } from '../../errors.js';
+import { AppError, Unavailable } from '../../errors.js';
 import type { StreamEnd, VisitorContext, WebchatService } from './webchat.service.js';
+import { HISTORY_LIMIT } from './webchat.repository.js';
 
 /**
  * How far apart the clocks of the processes that store messages may be: a message's
@@ -20,21 +21,57 @@ export interface VisitorStreamLimits {
   streamsPerVisitor?: number;
   /** Open widget streams in one process; beyond, a 503 with Retry-After. */
   streamsPerProcess?: number;
+  /**
+   * Open widget streams of one account in one process; beyond, a 503 with Retry-After: a client
+   * that makes visitors by the thousand (a session needs nothing) fills its own account's
+   * share, not the process.
+   */
+  streamsPerAccount?: number;
+  /** Open widget streams from one client address in one process; beyond, a 429 with Retry-After. */
+  streamsPerAddress?: number;
+  /** How long a stream lives; it then ends without an `end` event and EventSource reconnects. */
+  streamLifetimeMs?: number;
+  /**
+   * How much a stream may have written that its client has not read yet; beyond, it is dropped
+   * (the widget resumes from its Last-Event-ID), rather than held in this process's memory.
+   */
+  maxBufferedBytes?: number;
   /** How often a stream sends `event: ping`, which the widget watches to tell it is alive. */
   pingMs?: number;
+}
+
+/** Where a stream comes from: the caps are counted by account, visitor and client address. */
+export interface StreamOwner {
+  accountId: string;
+  visitorId: string;
+  address: string;
+}
+
+/** One address holds as many streams as it may: a 429, as its rate limits are. */
+export class TooManyStreams extends AppError {
+  readonly retryAfterSeconds = 30;
+  constructor(limit: number) {
+    super(
+      'rate_limited',
+      `at most ${limit} widget streams may be open from one address; retry in 30 s`,
+    );
+  }
 }
 
 /** Why a stream ends with an `end` event: the service's reasons, or a newer stream took its place. */
 export type EndReason = StreamEnd | 'replaced';
 
 /**
- * The process's open widget streams: capped per visitor and per process, and all ended at
- * shutdown (without an `end` event, so that each widget reconnects, to another process).
+ * The process's open widget streams: capped per visitor, per account, per client address and
+ * per process, each living at most streamLifetimeMs, and all ended at shutdown (without an `end`
+ * event, so that each widget reconnects, to another process).
  */
 export class VisitorStreams {
   private readonly open = new Set<VisitorStream>();
   /** Each visitor's open streams, oldest first. */
   private readonly byVisitor = new Map<string, VisitorStream[]>();
+  private readonly byAccount = new Map<string, number>();
+  private readonly byAddress = new Map<string, number>();
   private closing = false;
   private readonly limits: Required<VisitorStreamLimits>;
 
@@ -42,6 +79,10 @@ export class VisitorStreams {
     this.limits = {
       streamsPerVisitor: deps.limits?.streamsPerVisitor ?? 5,
       streamsPerProcess: deps.limits?.streamsPerProcess ?? 20_000,
+      streamsPerAccount: deps.limits?.streamsPerAccount ?? 5_000,
+      streamsPerAddress: deps.limits?.streamsPerAddress ?? 50,
+      streamLifetimeMs: deps.limits?.streamLifetimeMs ?? 3_600_000,
+      maxBufferedBytes: deps.limits?.maxBufferedBytes ?? 256 * 1024,
       pingMs: deps.limits?.pingMs ?? 20_000,
     };
   }
@@ -51,12 +92,26 @@ export class VisitorStreams {
     return this.open.size;
   }
 
-  /** Refuses one more stream (503) beyond the process's cap or while shutting down. */
-  admit(): void {
+  /**
+   * Refuses one more stream: 429 beyond the address's cap, 503 beyond the account's or the
+   * process's, or while shutting down. A visitor at their own cap replaces their oldest stream,
+   * which leaves their account's count as it was.
+   */
+  admit(owner: StreamOwner): void {
+    const { limits } = this;
     if (this.closing) throw new Unavailable('the server is shutting down', 1);
-    if (this.open.size >= this.limits.streamsPerProcess)
+    if ((this.byAddress.get(owner.address) ?? 0) >= limits.streamsPerAddress)
+      throw new TooManyStreams(limits.streamsPerAddress);
+    const replaces =
+      (this.byVisitor.get(visitorKey(owner))?.length ?? 0) >= limits.streamsPerVisitor;
+    if (!replaces && (this.byAccount.get(owner.accountId) ?? 0) >= limits.streamsPerAccount)
       throw new Unavailable(
-        `this server holds ${this.limits.streamsPerProcess} widget streams, its most; retry shortly`,
+        `this server holds ${limits.streamsPerAccount} streams of this widget, its most; retry shortly`,
+        30,
+      );
+    if (this.open.size >= limits.streamsPerProcess)
+      throw new Unavailable(
+        `this server holds ${limits.streamsPerProcess} widget streams, its most; retry shortly`,
         5,
       );
   }
@@ -67,10 +122,17 @@ export class VisitorStreams {
    * streams beyond a few are tabs left open or connections dead without a word, and the newest
    * is the one they look at.
    */
-  openStream(res: ServerResponse, ctx: VisitorContext, since: Date, origin: string): void {
+  openStream(
+    res: ServerResponse,
+    ctx: VisitorContext,
+    since: Date,
+    origin: string,
+    address: string,
+  ): void {
     // A client gone while the stream was being opened: its response has closed already.
     if (res.destroyed || !res.socket || res.socket.destroyed) return;
-    const key = `${ctx.widget.accountId} ${ctx.visitor.id}`;
+    const owner = { accountId: ctx.widget.accountId, visitorId: ctx.visitor.id, address };
+    const key = visitorKey(owner);
     const mine = this.byVisitor.get(key) ?? [];
     this.byVisitor.set(key, mine);
     const stream: VisitorStream = new VisitorStream({
@@ -80,15 +142,21 @@ export class VisitorStreams {
       since,
       origin,
       pingMs: this.limits.pingMs,
+      lifetimeMs: this.limits.streamLifetimeMs,
+      maxBufferedBytes: this.limits.maxBufferedBytes,
       onClosed: () => {
         this.open.delete(stream);
         const at = mine.indexOf(stream);
         if (at >= 0) mine.splice(at, 1);
         if (mine.length === 0 && this.byVisitor.get(key) === mine) this.byVisitor.delete(key);
+        count(this.byAccount, owner.accountId, -1);
+        count(this.byAddress, address, -1);
       },
     });
     this.open.add(stream);
     mine.push(stream);
+    count(this.byAccount, owner.accountId, 1);
+    count(this.byAddress, address, 1);
     while (mine.length > this.limits.streamsPerVisitor) mine[0]!.end('replaced');
     stream.start();
   }
@@ -98,6 +166,16 @@ export class VisitorStreams {
     this.closing = true;
     for (const stream of [...this.open]) stream.end();
   }
+}
+
+function visitorKey(owner: StreamOwner): string {
+  return `${owner.accountId} ${owner.visitorId}`;
+}
+
+function count(counts: Map<string, number>, key: string, by: number): void {
+  const n = (counts.get(key) ?? 0) + by;
+  if (n > 0) counts.set(key, n);
+  else counts.delete(key);
 }
 
 /**
@@ -113,7 +191,8 @@ class VisitorStream {
   /** Who the stream was opened as: a visitor no longer them must identify again. */
   private readonly identifier: string | null;
   private cursor: number;
-  private readonly sent = new Set<string>();
+  /** The messages sent that a read may meet again (those within OVERLAP_MS of the cursor). */
+  private readonly sent = new Map<string, number>();
   private closed = false;
   private running = false;
   private again = false;
@@ -129,6 +208,8 @@ class VisitorStream {
       since: Date;
       origin: string;
       pingMs: number;
+      lifetimeMs: number;
+      maxBufferedBytes: number;
       onClosed: () => void;
     },
   ) {
@@ -149,6 +230,9 @@ class VisitorStream {
       setInterval(() => {
         if (!this.o.webchat.wakeups.live) this.wake();
       }, POLL_MS),
+      // No `end` event: EventSource reconnects (with Last-Event-ID), perhaps to another process.
+      // Up to a tenth sooner, so that streams opened together do not all come back together.
+      setTimeout(() => this.end(), this.o.lifetimeMs * (1 - Math.random() / 10)),
     );
   }
 
@@ -159,6 +243,7 @@ class VisitorStream {
   end(reason?: EndReason): void {
     if (this.closed) return;
     if (reason) this.write(`event: end\ndata: ${JSON.stringify({ reason })}\n\n`);
+    if (this.o.res.destroyed) return; // dropped, its client not reading
     this.o.res.end();
     this.closedDown();
   }
@@ -172,7 +257,14 @@ class VisitorStream {
   }
 
   private write(text: string): void {
-    if (!this.closed) this.o.res.write(text);
+    if (this.closed) return;
+    this.o.res.write(text);
+    // A client that does not read what it is sent would have this process hold every later
+    // event: past the cap its connection is dropped, and the widget resumes from Last-Event-ID.
+    if (this.o.res.writableLength > this.o.maxBufferedBytes) {
+      this.o.res.destroy();
+      this.closedDown();
+    }
   }
 
   private subscribe(): void {
@@ -194,14 +286,24 @@ class VisitorStream {
     if (typeof now === 'string') return this.end(now);
     this.ctx = now;
     this.subscribe();
-    const messages = await this.o.webchat.messages(this.ctx, new Date(this.cursor - OVERLAP_MS));
-    for (const m of messages) {
-      if (this.sent.has(m.id)) continue;
-      this.sent.add(m.id);
-      this.cursor = Math.max(this.cursor, Date.parse(m.created_at));
-      this.write(`id: ${m.created_at}\nevent: message\ndata: ${JSON.stringify(m)}\n\n`);
+    // Page by page after (created_at, id), from OVERLAP_MS before the newest message sent: a
+    // window holding more than a page is read to its end, and one page never holds the stream.
+    let after: { at: Date; id: string } | null = { at: new Date(this.cursor - OVERLAP_MS), id: '' };
+    while (after) {
+      const page = await this.o.webchat.messagePage(this.ctx, after, HISTORY_LIMIT);
+      if (this.closed) return;
+      for (const m of page.messages) {
+        if (this.sent.has(m.id)) continue;
+        const at = Date.parse(m.created_at);
+        this.sent.set(m.id, at);
+        this.cursor = Math.max(this.cursor, at);
+        this.write(`id: ${m.created_at}\nevent: message\ndata: ${JSON.stringify(m)}\n\n`);
+        if (this.closed) return;
+      }
+      after = page.next;
     }
-    if (this.sent.size > 1000) for (const id of [...this.sent].slice(0, 500)) this.sent.delete(id);
+    // What lies before the next read's window is never met again.
+    for (const [id, at] of this.sent) if (at < this.cursor - OVERLAP_MS) this.sent.delete(id);
   }
 
   private readonly wake = (): void => {

@@ -157,6 +157,28 @@ export class WebchatRepository {
     return (await q.execute()).reverse();
   }
 
+  /**
+   * Up to `limit` messages of one conversation after `after` in (created_at, id) order, oldest
+   * first: a page a stream reads, the next one starting after its last row.
+   */
+  async messagesAfter(
+    accountId: string,
+    conversationId: string,
+    after: { at: Date; id: string },
+    limit: number,
+  ): Promise<MessageRow[]> {
+    return this.db
+      .selectFrom('messages')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .where('conversation_id', '=', conversationId)
+      .where((eb) => eb(eb.refTuple('created_at', 'id'), '>', eb.tuple(after.at, after.id)))
+      .orderBy('created_at')
+      .orderBy('id')
+      .limit(limit)
+      .execute();
+  }
+
   /** Of these ids, the team's messages in this conversation (what a visitor may acknowledge). */
   async outboundIn(accountId: string, conversationId: string, ids: string[]): Promise<string[]> {
     if (ids.length === 0) return [];

@@ -1,9 +1,10 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { AppError, Forbidden } from '../../errors.js';
+import { AppError, Forbidden, ValidationError } from '../../errors.js';
 import { ErrorRef, NoQuery, Success } from '../../http/schemas.js';
-import type { VisitorStreamLimits, VisitorStreams } from './visitor-stream.js';
+import { isExistingDateTime } from '../../http/validation.js';
+import { TooManyStreams, type VisitorStreamLimits, type VisitorStreams } from './visitor-stream.js';
 import {
   IdentifyBody,
   MessagesQuery,
@@ -90,22 +91,29 @@ export async function webchatRoutes(
     route.schema.querystring ??= NoQuery;
   });
   app.addHook('onRequest', async (request, reply) => {
+    // Until the widget's origins are known, any page may read the answer: the address's 429 and
+    // an unknown key's 404 must reach the widget (which stops on a 404), and no credentials
+    // ride on these requests.
+    reply.header('Access-Control-Allow-Origin', '*');
     await limit(`webchat:address:${request.ip}`, limits.perAddress);
     const key = (request.params as { widget_key?: unknown }).widget_key;
     if (typeof key !== 'string') return; // unknown route: the 404 handler answers
     const widget = await webchat.widget(key);
     const origin = request.headers.origin;
-    if (!origin || !widget.settings.allowed_origins.includes(origin))
+    if (!origin || !widget.settings.allowed_origins.includes(origin)) {
+      reply.removeHeader('Access-Control-Allow-Origin');
       throw new Forbidden(
         `this widget may only be used from its allowed origins${origin ? `; ${origin} is not one` : ''}`,
       );
+    }
     reply.header('Access-Control-Allow-Origin', origin);
     reply.header('Vary', 'Origin');
     request.widget = widget;
   });
   // A 429 tells when to come back, on these routes as on /v1.
   app.addHook('onError', async (_request, reply, error) => {
-    if (error instanceof RateLimited) reply.header('Retry-After', error.retryAfterSeconds);
+    if (error instanceof RateLimited || error instanceof TooManyStreams)
+      reply.header('Retry-After', error.retryAfterSeconds);
   });
 
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
@@ -199,7 +207,7 @@ export async function webchatRoutes(
       operationId: 'webchatStream',
       summary: "Server-Sent Events: the conversation's new messages, live",
       description:
-        'EventSource cannot send headers, so the visitor token is the `token` query parameter (kept out of the logs). Each `message` event carries a message; its `id` is the creation time, and a reconnection with `Last-Event-ID` resumes from it. `ping` every 20 s; `end` `{ reason }` (`gone`, `forbidden`, `identify`, `replaced`) before the service closes a stream the widget must not simply reconnect. At most 5 streams per visitor (a sixth ends the oldest, `replaced`); 503 with Retry-After when the server holds its most.',
+        'EventSource cannot send headers, so the visitor token is the `token` query parameter (kept out of the logs). Each `message` event carries a message; its `id` is the creation time, and a reconnection with `Last-Event-ID` resumes from it. `ping` every 20 s; `end` `{ reason }` (`gone`, `forbidden`, `identify`, `replaced`) before the service closes a stream the widget must not simply reconnect. At most 5 streams per visitor (a sixth ends the oldest, `replaced`), 50 per client address (beyond, 429 with Retry-After) and 5,000 per account on one server (beyond, 503 with Retry-After, as when the server holds its most); a stream ends after an hour without `end`, and EventSource reconnects. A `Last-Event-ID` that is not an existing date-time is a 422.',
       querystring: StreamQuery,
       response: {
         200: Type.String({
@@ -214,8 +222,12 @@ export async function webchatRoutes(
       const ctx = await authenticate(req.widget, req.query.token);
       webchat.requireIdentity(ctx);
       const resume = req.headers['last-event-id'];
-      const since = parseSince(typeof resume === 'string' ? resume : req.query.since);
-      streams.admit();
+      const since =
+        typeof resume === 'string'
+          ? parseSince('Last-Event-ID', resume)
+          : parseSince('since', req.query.since);
+      const owner = { accountId: req.widget.accountId, visitorId: ctx.visitor.id, address: req.ip };
+      streams.admit(owner);
       // HEAD (which Fastify routes here too) answers what a GET would, but opens nothing: no
       // header is sent before a body is, so its stream would hang, holding its place.
       if (req.method === 'HEAD')
@@ -233,16 +245,17 @@ export async function webchatRoutes(
         'X-Accel-Buffering': 'no',
       });
       // The onRequest hook let only an allowed origin through.
-      streams.openStream(reply.raw, ctx, since, req.headers.origin!);
+      streams.openStream(reply.raw, ctx, since, req.headers.origin!, req.ip);
     },
   });
 }
 
-/** Where a stream starts: a given time, else a moment ago. */
-function parseSince(value: string | undefined): Date {
+/**
+ * Where a stream starts: a given time (`since`, or the Last-Event-ID header EventSource sends,
+ * which the query's schema does not check), else a moment ago.
+ */
+function parseSince(field: string, value: string | undefined): Date {
   if (value === undefined) return new Date(Date.now() - 5_000);
-  const t = Date.parse(value);
-  if (!Number.isFinite(t))
-    throw new AppError('validation_error', 'since: must be a date-time', 422);
-  return new Date(t);
+  if (!isExistingDateTime(value)) throw new ValidationError(field, 'must be a date-time');
+  return new Date(value);
 }

@@ -97,7 +97,7 @@ export const MessagesQuery = Type.Object(
     since: Type.Optional(
       Type.String({
         format: 'date-time',
-        description: 'Only messages created at or after this time (else the latest 200).',
+        description: 'The first 200 messages created at or after this time (else the latest 200).',
       }),
     ),
   },

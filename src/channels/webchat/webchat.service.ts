@@ -230,9 +230,34 @@ export class WebchatService {
     const conversationId = await this.deps.webchat.conversationOf(ctx.widget.accountId, contactId);
     if (!conversationId) return [];
     const rows = await this.deps.webchat.messages(ctx.widget.accountId, conversationId, since);
-    return rows
-      .filter((r) => r.direction === 'inbound' || r.status !== 'failed')
-      .map((r) => this.present(ctx, r));
+    return this.shown(ctx, rows);
+  }
+
+  /**
+   * A page of the visitor's conversation after `after` in (created_at, id) order, oldest first,
+   * and where the next page starts (null when this one was the last).
+   */
+  async messagePage(
+    ctx: VisitorContext,
+    after: { at: Date; id: string },
+    limit: number,
+  ): Promise<{ messages: VisitorMessage[]; next: { at: Date; id: string } | null }> {
+    this.requireIdentity(ctx);
+    const contactId = ctx.visitor.contact_id;
+    if (!contactId) return { messages: [], next: null };
+    const conversationId = await this.deps.webchat.conversationOf(ctx.widget.accountId, contactId);
+    if (!conversationId) return { messages: [], next: null };
+    const rows = await this.deps.webchat.messagesAfter(
+      ctx.widget.accountId,
+      conversationId,
+      after,
+      limit,
+    );
+    const last = rows.at(-1);
+    return {
+      messages: this.shown(ctx, rows),
+      next: last && rows.length === limit ? { at: last.created_at, id: last.id } : null,
+    };
   }
 
   /**
@@ -348,6 +373,13 @@ export class WebchatService {
         identity_verification: s.identity_verification,
       },
     };
+  }
+
+  /** What the visitor sees of these rows: not the team's messages that failed. */
+  private shown(ctx: VisitorContext, rows: MessageRow[]): VisitorMessage[] {
+    return rows
+      .filter((r) => r.direction === 'inbound' || r.status !== 'failed')
+      .map((r) => this.present(ctx, r));
   }
 
   private present(ctx: VisitorContext, row: MessageRow): VisitorMessage {
