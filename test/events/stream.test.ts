@@ -335,6 +335,34 @@ describe('GET /v1/events/stream', () => {
   });
 });
 
+describe('the per-process cap', () => {
+  it('a server holding its most event streams refuses another with 503 unavailable and Retry-After', async () => {
+    const capped = await startTestApp({ eventStreams: { maxPerProcess: 2 } });
+    try {
+      const at = await listen(capped);
+      const [a, b, c] = [
+        await newAccount(capped),
+        await newAccount(capped),
+        await newAccount(capped),
+      ];
+      const one = await stream(a, '', {}, at);
+      const two = await stream(b, '', {}, at);
+      const three = await stream(c, '', {}, at);
+      await three.until(() => three.ended);
+      expect([one.status, two.status, three.status]).toEqual([200, 200, 503]);
+      expect(three.headers['retry-after']).toBeDefined();
+      expect(JSON.parse(three.body)).toMatchObject({ error: { code: 'unavailable' } });
+      two.close();
+      await expect.poll(() => capped.services.eventStreams.openStreams).toBe(1);
+      const four = await stream(c, '', {}, at);
+      expect(four.status).toBe(200);
+    } finally {
+      for (const client of clients.splice(0)) client.close();
+      await capped.close();
+    }
+  });
+});
+
 describe('across API processes', () => {
   it('streams, through one process, the events another process commits (LISTEN/NOTIFY, no polling)', async () => {
     const writer = await startTestApp();
