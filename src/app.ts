@@ -353,6 +353,7 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
   });
   const inbound = new InboundWebhooksService({
     tx,
+    tokenRefused: refused,
     webhooks: new InboundWebhooksRepository(db),
     providerIdAliases,
     connections: connectionsRepo,

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { META_ERRORS } from '../fake-graph/server.js';
 import { randomPhone } from '../helpers.js';
 import {
   hubSignature,
@@ -231,6 +232,29 @@ describe('inbound messages through the real route', () => {
 });
 
 describe('status webhooks on messages sent through the API', () => {
+  it('a token Graph refuses while downloading inbound media marks the connection error, as a send would', async () => {
+    const c = await connectedAccount(e);
+    const waId = randomPhone().slice(1);
+    const mediaId = String(1_000_000 + Math.floor(Math.random() * 1e6));
+    e.graph.addMedia({
+      id: mediaId,
+      bytes: randomBytes(100),
+      mimeType: 'image/jpeg',
+      phoneNumberId: c.phoneNumberId,
+    });
+    e.graph.failNext({ method: 'GET', resource: mediaId }, 1, META_ERRORS.expiredToken);
+    await deliver(
+      c,
+      inboundWebhook(business(c), { waId, name: 'Pic' }, waMessage.image(waId, { id: mediaId })),
+    );
+    await drain(e, c.acc.accountId);
+    const res = await c.acc.call({ method: 'GET', url: '/v1/channels/whatsapp' });
+    expect(res.json()).toMatchObject({ status: 'error', error: expect.stringContaining('(#190)') });
+    // The message is kept all the same, with a note for its file.
+    const [row] = await inboundRows(c.acc.accountId);
+    expect(row).toBeDefined();
+  });
+
   it('read before delivered: read, one message.read, and the late delivered changes nothing', async () => {
     const c = await connectedAccount(e);
     const m = await sentText(e, c);

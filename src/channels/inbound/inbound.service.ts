@@ -18,7 +18,12 @@ import { downloadPageAttachment } from '../meta-pages/inbound-media.js';
 import { parsePageWebhook } from '../meta-pages/inbound.js';
 import { lookUpSenderName } from '../meta-pages/profiles.js';
 import type { ProviderIdAliasesRepository } from '../meta-pages/provider-id-aliases.repository.js';
-import { classifyGraphError, GraphError, type GraphClient } from '../meta/graph-client.js';
+import {
+  classifyGraphError,
+  GraphError,
+  TOKEN_CODES,
+  type GraphClient,
+} from '../meta/graph-client.js';
 import { downloadWhatsAppMedia, MediaDownloadError } from '../whatsapp/inbound-media.js';
 import { parseWhatsAppWebhook } from '../whatsapp/inbound.js';
 import type {
@@ -205,6 +210,11 @@ export class InboundWebhooksService {
       mediaMaxBytes: number;
       clock: Clock;
       log: FastifyBaseLogger;
+      /**
+       * Told when Graph refuses the connection's token itself (a media download, a profile
+       * lookup), so that the connection shows it, as for a send. Must not throw.
+       */
+      tokenRefused?: (connection: ConnectionRow, reason: string) => Promise<void>;
       /**
        * How many stored webhooks this process works on at once right after their commit
        * (default 1,000); 0 leaves every one to the job runners.
@@ -591,6 +601,7 @@ export class InboundWebhooksService {
         recorded = await this.withMedia(accountId, connection, token, message);
       } catch (err) {
         if (!(err instanceof MediaDownloadError)) throw err;
+        if (err.tokenRefused !== null) await this.deps.tokenRefused?.(connection, err.tokenRefused);
         if (!err.final && !lastAttempt) {
           waiting.push(`media of ${message.providerMessageId}: ${err.message}`);
           continue;
@@ -777,6 +788,7 @@ export class InboundWebhooksService {
         });
       } catch (err) {
         if (!(err instanceof GraphError)) throw err;
+        await this.tokenRefusal(connection, err);
         if (classifyGraphError(err) === 'final') {
           log.warn(
             { identity, reason: err.describe() },
@@ -853,6 +865,7 @@ export class InboundWebhooksService {
       name = await lookUpSenderName(this.deps.graph, { channel, token, senderId: identity });
     } catch (err) {
       if (!(err instanceof GraphError)) throw err;
+      await this.tokenRefusal(connection, err);
       if (classifyGraphError(err) === 'final') {
         log.warn({ reason: err.describe() }, 'sender profile refused; the contact stays unnamed');
         return { status: 'done' };
@@ -865,6 +878,12 @@ export class InboundWebhooksService {
     // Merged away or deleted between the two reads: nobody left to name.
     if (result === 'unknown') log.info('sender profile: no contact has this identity any more');
     return { status: 'done' };
+  }
+
+  /** Graph's refusal of the connection's token itself, shown on the connection. */
+  private async tokenRefusal(connection: ConnectionRow, err: GraphError): Promise<void> {
+    if (err.code !== null && TOKEN_CODES.has(err.code))
+      await this.deps.tokenRefused?.(connection, err.describe());
   }
 
   private appSecretOf(connection: ConnectionRow): string | null {

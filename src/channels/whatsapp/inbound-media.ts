@@ -1,4 +1,9 @@
-import { classifyGraphError, GraphError, type GraphClient } from '../meta/graph-client.js';
+import {
+  classifyGraphError,
+  GraphError,
+  TOKEN_CODES,
+  type GraphClient,
+} from '../meta/graph-client.js';
 
 /** A media file WhatsApp holds for us, downloaded. */
 export interface WhatsAppMediaFile {
@@ -14,6 +19,8 @@ export class MediaDownloadError extends Error {
   constructor(
     message: string,
     readonly final: boolean,
+    /** Graph's words when it refused the token itself (expired, revoked); else null. */
+    readonly tokenRefused: string | null = null,
   ) {
     super(message);
   }
@@ -71,5 +78,6 @@ function fromGraph(err: unknown, doing: string): MediaDownloadError {
   return new MediaDownloadError(
     `${doing} failed: ${err.describe()}`,
     classifyGraphError(err) === 'final',
+    err.code !== null && TOKEN_CODES.has(err.code) ? err.describe() : null,
   );
 }
