@@ -225,14 +225,17 @@ class VisitorStream {
     this.write(`retry: 1000\nevent: ready\ndata: {}\n\n`);
     this.wake();
     // A named event, not a comment: the widget's script sees it, and reconnects when none came.
+    // Up to a tenth sooner, so that streams opened together do not all come back together.
+    const endsAt = Date.now() + this.o.lifetimeMs * (1 - Math.random() / 10);
     this.timers.push(
       setInterval(() => this.write('event: ping\ndata: {}\n\n'), this.o.pingMs),
+      // The stream's lifetime is looked at here rather than given a timer of its own: thousands
+      // of hour-long timers would live on into V8's old generation, collected there in pauses.
       setInterval(() => {
+        // No `end` event: EventSource reconnects (with Last-Event-ID), perhaps to another process.
+        if (Date.now() >= endsAt) return this.end();
         if (!this.o.webchat.wakeups.live) this.wake();
       }, POLL_MS),
-      // No `end` event: EventSource reconnects (with Last-Event-ID), perhaps to another process.
-      // Up to a tenth sooner, so that streams opened together do not all come back together.
-      setTimeout(() => this.end(), this.o.lifetimeMs * (1 - Math.random() / 10)),
     );
   }
 

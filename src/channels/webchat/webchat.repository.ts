@@ -167,16 +167,22 @@ export class WebchatRepository {
     after: { at: Date; id: string },
     limit: number,
   ): Promise<MessageRow[]> {
-    return this.db
-      .selectFrom('messages')
-      .selectAll()
-      .where('account_id', '=', accountId)
-      .where('conversation_id', '=', conversationId)
-      .where((eb) => eb(eb.refTuple('created_at', 'id'), '>', eb.tuple(after.at, after.id)))
-      .orderBy('created_at')
-      .orderBy('id')
-      .limit(limit)
-      .execute();
+    return (
+      this.db
+        .selectFrom('messages')
+        .selectAll()
+        .where('account_id', '=', accountId)
+        .where('conversation_id', '=', conversationId)
+        // (created_at, id) > (at, id), written as a range on created_at the index scans and a
+        // filter on its first instant: the row comparison's generic plan cost the busy send path
+        // (a stream reads at every reply) a p99 five times as long.
+        .where('created_at', '>=', after.at)
+        .where((eb) => eb.or([eb('created_at', '>', after.at), eb('id', '>', after.id)]))
+        .orderBy('created_at')
+        .orderBy('id')
+        .limit(limit)
+        .execute()
+    );
   }
 
   /** Of these ids, the team's messages in this conversation (what a visitor may acknowledge). */
