@@ -11,6 +11,7 @@ import {
   messageRow,
   send,
   startE2E,
+  type Connected,
   type E2E,
 } from '../channels/whatsapp-e2e-helpers.js';
 
@@ -25,28 +26,31 @@ beforeAll(async () => {
 afterEach(() => e.graph.reset());
 afterAll(() => e?.close());
 
-it('a send job whose retries run out is kept dead, and its queued message fails with its last error', async () => {
+/** A message Graph throttled once: queued, with its send job. */
+async function queuedMessage(content: string) {
   const c = await connectedAccount(e);
   const contact = await createContact(c.acc);
   await contactWrites(e, c, contact);
   e.graph.failNext(c.sendMatcher, 1, META_ERRORS.rateLimitIssues);
-  const res = await send(c, { contact_id: contact.id, type: 'text', content: 'stuck' });
+  const res = await send(c, { contact_id: contact.id, type: 'text', content });
   expect(res.json()).toMatchObject({ status: 'queued' });
   const [job] = await jobsOf(e, c.acc.accountId, 'message.send');
   expect(job).toBeDefined();
+  return { c, messageId: res.json<{ id: string }>().id, jobId: job!.id };
+}
 
-  // The real handler, made to fail as a run that cannot reach what it needs would.
+/**
+ * Runs the job, due now at attempt `attempts`, with the real handler made to fail as a run that
+ * cannot reach what it needs would.
+ */
+async function failRun(c: Connected, jobId: string, attempts: number, error: string) {
   const real = e.t.services.jobHandlers.find((h) => h.kind === 'message.send')!;
-  const failing = {
-    ...real,
-    handle: () => Promise.reject(new Error('connection terminated unexpectedly')),
-  } as JobHandler;
-  // Its last attempt is due now.
+  const failing = { ...real, handle: () => Promise.reject(new Error(error)) } as JobHandler;
   await e.t.db
     .updateTable('jobs')
-    .set({ attempts: real.retryDelaysMs.length, run_at: e.t.clock.now() })
+    .set({ attempts, run_at: e.t.clock.now() })
     .where('account_id', '=', c.acc.accountId)
-    .where('id', '=', job!.id)
+    .where('id', '=', jobId)
     .execute();
   await new JobRunner({
     db: e.t.db,
@@ -55,10 +59,17 @@ it('a send job whose retries run out is kept dead, and its queued message fails 
     handlers: [failing],
     accountId: c.acc.accountId,
   }).drain();
+}
+
+it('a send job whose retries run out is kept dead, and its queued message fails with its last error', async () => {
+  const { c, messageId, jobId } = await queuedMessage('stuck');
+  // Its last attempt.
+  const real = e.t.services.jobHandlers.find((h) => h.kind === 'message.send')!;
+  await failRun(c, jobId, real.retryDelaysMs.length, 'connection terminated unexpectedly');
 
   const [dead] = await jobsOf(e, c.acc.accountId, 'message.send');
   expect(dead!.dead_at).not.toBeNull();
-  const row = await messageRow(e, c.acc.accountId, res.json().id);
+  const row = await messageRow(e, c.acc.accountId, messageId);
   expect(row).toMatchObject({
     status: 'failed',
     failure_reason: 'sending stopped: connection terminated unexpectedly',
@@ -71,38 +82,15 @@ it('a send job whose retries run out is kept dead, and its queued message fails 
 });
 
 it('a run that fails after twenty throttled minutes is one more retry on the send schedule, not the end', async () => {
-  const c = await connectedAccount(e);
-  const contact = await createContact(c.acc);
-  await contactWrites(e, c, contact);
-  e.graph.failNext(c.sendMatcher, 1, META_ERRORS.rateLimitIssues);
-  const res = await send(c, { contact_id: contact.id, type: 'text', content: 'patience' });
-  expect(res.json()).toMatchObject({ status: 'queued' });
-  const [job] = await jobsOf(e, c.acc.accountId, 'message.send');
+  const { c, messageId, jobId } = await queuedMessage('patience');
   // Eight attempts in (about twenty minutes of throttling), the next run fails outright.
-  await e.t.db
-    .updateTable('jobs')
-    .set({ attempts: 8, run_at: e.t.clock.now() })
-    .where('account_id', '=', c.acc.accountId)
-    .where('id', '=', job!.id)
-    .execute();
-  const real = e.t.services.jobHandlers.find((h) => h.kind === 'message.send')!;
-  const failing = {
-    ...real,
-    handle: () => Promise.reject(new Error('deadlock detected')),
-  } as JobHandler;
   const before = e.t.clock.now().getTime();
-  await new JobRunner({
-    db: e.t.db,
-    clock: e.t.clock,
-    log: e.t.app.log,
-    handlers: [failing],
-    accountId: c.acc.accountId,
-  }).drain();
+  await failRun(c, jobId, 8, 'deadlock detected');
   const [after] = await jobsOf(e, c.acc.accountId, 'message.send');
   expect(after!.dead_at).toBeNull();
   // Due again after the send schedule's ninth delay.
   const due = after!.run_at.getTime() - SEND_RETRY_DELAYS_MS[8]!;
   expect(due).toBeGreaterThanOrEqual(before);
   expect(due).toBeLessThanOrEqual(e.t.clock.now().getTime());
-  expect((await messageRow(e, c.acc.accountId, res.json().id)).status).toBe('queued');
+  expect((await messageRow(e, c.acc.accountId, messageId)).status).toBe('queued');
 });
