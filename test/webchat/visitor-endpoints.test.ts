@@ -11,6 +11,7 @@ import {
   SECRETS_KEY,
   standInForIdentities,
   type WebchatConnection,
+  putWebchat,
 } from './webchat-helpers.js';
 
 let t: TestApp;
@@ -23,6 +24,21 @@ beforeAll(async () => {
   identities = standInForIdentities(t.services);
 });
 afterAll(() => t.close());
+
+/** The visitor identifies as `identifier`, with the hash the connection's secret makes. */
+async function identifyAs(
+  visitor: ReturnType<typeof visitorOf>,
+  c: WebchatConnection,
+  identifier: string,
+): Promise<void> {
+  expectStatus(
+    await visitor.call('POST', 'identify', {
+      identifier,
+      identifier_hash: identifierHash(c.identity_secret, identifier),
+    }),
+    200,
+  );
+}
 
 /** A visitor's calls, from the allowed origin unless told otherwise. */
 function visitorOf(app: TestApp, c: WebchatConnection) {
@@ -590,13 +606,7 @@ describe('identity', () => {
       .execute();
     expectStatus(await visitor.send('from another tab meanwhile'), 201);
     expect((await acc.call({ method: 'GET', url: '/v1/contacts' })).json().data).toHaveLength(2);
-    expectStatus(
-      await visitor.call('POST', 'identify', {
-        identifier: 'user-5',
-        identifier_hash: identifierHash(c.identity_secret, 'user-5'),
-      }),
-      200,
-    );
+    await identifyAs(visitor, c, 'user-5');
     const list = await visitor.call('GET', 'messages');
     expect(list.json().data.map((m: { content: string }) => m.content)).toEqual([
       'written anonymously',
@@ -713,27 +723,9 @@ describe('identity', () => {
   it('with verification off, a visitor identified under a rotated secret is anonymous again', async () => {
     const { acc, c, visitor } = await webchatAccount();
     await visitor.start();
-    expectStatus(
-      await visitor.call('POST', 'identify', {
-        identifier: 'user-10',
-        identifier_hash: identifierHash(c.identity_secret, 'user-10'),
-      }),
-      200,
-    );
+    await identifyAs(visitor, c, 'user-10');
     expectStatus(await visitor.send('as user-10'), 201);
-    expectStatus(
-      await acc.call({
-        method: 'PUT',
-        url: '/v1/channels/webchat',
-        payload: {
-          provider: 'webchat',
-          allowed_origins: [ORIGIN],
-          identity_verification: 'off',
-          rotate_identity_secret: true,
-        },
-      }),
-      200,
-    );
+    await putWebchat(acc, { rotate_identity_secret: true });
     expect((await visitor.start(visitor.token)).visitor.identified).toBe(false);
     // user-10's conversation is theirs, not this browser's, until it identifies again.
     expect((await visitor.call('GET', 'messages')).json().data).toEqual([]);
@@ -742,13 +734,7 @@ describe('identity', () => {
   it('connecting webchat again after a DELETE makes a new secret, and forgets identifications too', async () => {
     const { acc, c, visitor } = await webchatAccount();
     const first = await visitor.start();
-    expectStatus(
-      await visitor.call('POST', 'identify', {
-        identifier: 'user-13',
-        identifier_hash: identifierHash(c.identity_secret, 'user-13'),
-      }),
-      200,
-    );
+    await identifyAs(visitor, c, 'user-13');
     expectStatus(await acc.call({ method: 'DELETE', url: '/v1/channels/webchat' }), 200);
     const again = await connectWebchat(acc);
     expect(again.identity_secret).not.toBe(c.identity_secret);
@@ -760,26 +746,8 @@ describe('identity', () => {
   it('a change of settings that keeps the secret keeps every identification', async () => {
     const { acc, c, visitor } = await webchatAccount();
     await visitor.start();
-    expectStatus(
-      await visitor.call('POST', 'identify', {
-        identifier: 'user-11',
-        identifier_hash: identifierHash(c.identity_secret, 'user-11'),
-      }),
-      200,
-    );
-    expectStatus(
-      await acc.call({
-        method: 'PUT',
-        url: '/v1/channels/webchat',
-        payload: {
-          provider: 'webchat',
-          allowed_origins: [ORIGIN],
-          identity_verification: 'off',
-          title: 'Renamed',
-        },
-      }),
-      200,
-    );
+    await identifyAs(visitor, c, 'user-11');
+    await putWebchat(acc, { title: 'Renamed' });
     expect((await visitor.start(visitor.token)).visitor.identified).toBe(true);
   });
 });

@@ -9,6 +9,7 @@ import {
   SECRETS_KEY,
   standInForIdentities,
   type WebchatConnection,
+  putWebchat as put,
 } from './webchat-helpers.js';
 
 let t: TestApp;
@@ -245,22 +246,6 @@ function through(other: TestApp, acc: TestAccount): TestAccount {
         headers: { authorization: `Bearer ${acc.apiKey}`, ...(o.headers ?? {}) },
       }),
   };
-}
-
-async function put(acc: TestAccount, over: Record<string, unknown>) {
-  expectStatus(
-    await acc.call({
-      method: 'PUT',
-      url: '/v1/channels/webchat',
-      payload: {
-        provider: 'webchat',
-        allowed_origins: [ORIGIN],
-        identity_verification: 'off',
-        ...over,
-      },
-    }),
-    200,
-  );
 }
 
 /**

@@ -55,6 +55,28 @@ export interface WebchatConnection {
   settings: Record<string, unknown>;
 }
 
+/**
+ * Changes the account's webchat settings (`PUT /v1/channels/webchat`: from the allowed origin,
+ * verification off, unless `over` says otherwise); the Connection it answers.
+ */
+export async function putWebchat(
+  acc: TestAccount,
+  over: Record<string, unknown>,
+): Promise<Record<string, unknown>> {
+  const res = await acc.call({
+    method: 'PUT',
+    url: '/v1/channels/webchat',
+    payload: {
+      provider: 'webchat',
+      allowed_origins: [ORIGIN],
+      identity_verification: 'off',
+      ...over,
+    },
+  });
+  expectStatus(res, 200);
+  return res.json();
+}
+
 export async function connectWebchat(
   acc: TestAccount,
   over: Record<string, unknown> = {},
