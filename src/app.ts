@@ -34,32 +34,29 @@ import type { RateLimiter } from './http/rate-limiter.js';
 import type { ChannelProvider, ResolvedProvider } from './channels/channel.js';
 import type { Channel } from './db/schema.js';
 import { SandboxProvider } from './channels/sandbox/sandbox.provider.js';
-import { sandboxRoutes } from './channels/sandbox/sandbox.routes.js';
-import { SandboxService } from './channels/sandbox/sandbox.service.js';
-import { sandboxStatusJob } from './channels/sandbox/sandbox-status.job.js';
-import {
-  ConnectionsRepository,
-  type ConnectionRow,
-} from './channels/connections/connections.repository.js';
-import { connectionsRoutes } from './channels/connections/connections.routes.js';
-import { ConnectionsService } from './channels/connections/connections.service.js';
+import { sandboxRoutes } from './sandbox/sandbox.routes.js';
+import { SandboxService } from './sandbox/sandbox.service.js';
+import { sandboxStatusJob } from './sandbox/sandbox-status.job.js';
+import { ConnectionsRepository, type ConnectionRow } from './connections/connections.repository.js';
+import { connectionsRoutes } from './connections/connections.routes.js';
+import { ConnectionsService } from './connections/connections.service.js';
 import {
   ConnectionProviderResolver,
   type ProviderFactory,
-} from './channels/connections/provider-resolver.js';
-import { SecretBox } from './channels/connections/secret-box.js';
+} from './connections/provider-resolver.js';
+import { SecretBox } from './connections/secret-box.js';
 import { GraphClient } from './channels/meta/graph-client.js';
-import { InboundWebhooksRepository } from './channels/inbound/inbound.repository.js';
-import { inboundWebhookRoutes } from './channels/inbound/inbound.routes.js';
-import { InboundWebhooksService } from './channels/inbound/inbound.service.js';
-import { contactProfileJob } from './channels/inbound/contact-profile.job.js';
-import { inboundWebhookJob } from './channels/inbound/inbound.job.js';
+import { InboundWebhooksRepository } from './inbound/inbound.repository.js';
+import { inboundWebhookRoutes } from './inbound/inbound.routes.js';
+import { InboundWebhooksService } from './inbound/inbound.service.js';
+import { contactProfileJob } from './inbound/contact-profile.job.js';
+import { inboundWebhookJob } from './inbound/inbound.job.js';
 import { MediaRepository } from './media/media.repository.js';
 import { mediaRoutes } from './media/media.routes.js';
 import { MediaService } from './media/media.service.js';
 import { WhatsAppCloudProvider } from './channels/whatsapp/whatsapp-cloud.provider.js';
 import { PageMessagingProvider } from './channels/meta-pages/page-messaging.provider.js';
-import { ProviderIdAliasesRepository } from './channels/meta-pages/provider-id-aliases.repository.js';
+import { ProviderIdAliasesRepository } from './inbound/provider-id-aliases.repository.js';
 import { WhatsAppTemplates } from './channels/whatsapp/templates.js';
 import { ConversationsRepository } from './conversations/conversations.repository.js';
 import { conversationsRoutes } from './conversations/conversations.routes.js';
@@ -91,13 +88,13 @@ import { ErrorBody, NoQuery } from './http/schemas.js';
 import { Metrics } from './metrics/metrics.js';
 import { installRequestMetrics, metricsRoutes } from './metrics/metrics.routes.js';
 import { validatorCompiler } from './http/validation.js';
-import { WebchatWakeups } from './channels/webchat/webchat-wakeups.js';
+import { WebchatWakeups } from './webchat/webchat-wakeups.js';
 import { WebchatProvider } from './channels/webchat/webchat.provider.js';
-import { WebchatRepository } from './channels/webchat/webchat.repository.js';
-import { webchatRoutes, type WebchatLimits } from './channels/webchat/webchat.routes.js';
-import { WebchatService } from './channels/webchat/webchat.service.js';
-import { VisitorStreams } from './channels/webchat/visitor-stream.js';
-import { VisitorTokens } from './channels/webchat/visitor-token.js';
+import { WebchatRepository } from './webchat/webchat.repository.js';
+import { webchatRoutes, type WebchatLimits } from './webchat/webchat.routes.js';
+import { WebchatService } from './webchat/webchat.service.js';
+import { VisitorStreams } from './webchat/visitor-stream.js';
+import { VisitorTokens } from './webchat/visitor-token.js';
 import { widgetRoute } from './channels/webchat/widget.route.js';
 import { AppError } from './errors.js';
 

@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { buildApp, type Services } from './app.js';
-import { WEBCHAT_TOPIC } from './channels/webchat/webchat-wakeups.js';
+import { WEBCHAT_TOPIC } from './webchat/webchat-wakeups.js';
 import { CacheFeed, topicCaches } from './db/cache-feed.js';
 import { systemClock } from './clock.js';
 import type { Config } from './config.js';
@@ -11,8 +11,8 @@ import { schedulePruning } from './http/idempotency.js';
 import { scheduleRetention } from './db/retention.js';
 import { JobRunner } from './jobs/job-runner.js';
 import { WebhookDispatcher } from './webhooks/webhook-dispatcher.js';
-import { loadSecretsKey } from './channels/connections/secrets-key.js';
-import { CONNECTION_TOPIC } from './channels/connections/provider-resolver.js';
+import { loadSecretsKey } from './connections/secrets-key.js';
+import { CONNECTION_TOPIC } from './connections/provider-resolver.js';
 
 export interface Store {
   db: Db;

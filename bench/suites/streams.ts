@@ -14,7 +14,7 @@ import type { BenchContext, Suite } from '../lib/suite.js';
 const ORIGIN = 'http://localhost:8080';
 /**
  * The visitor endpoints allow 600 requests a minute and 50 open streams per address
- * (src/channels/webchat/webchat.routes.ts, visitor-stream.ts). The service sees the socket's
+ * (src/webchat/webchat.routes.ts, visitor-stream.ts). The service sees the socket's
  * address (no trusted proxy), so the suite's visitors come from distinct loopback addresses,
  * 127.0.0.2 and up, this many per address: each address holds 50 streams and makes 3 requests
  * per visitor (session, first message, stream), 150 in all.

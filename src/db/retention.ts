@@ -1,8 +1,8 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../clock.js';
-import { VISITOR_TOKEN_TTL_MS } from '../channels/webchat/visitor-token.js';
-import { VISITOR_SEEN_EVERY_MS } from '../channels/webchat/webchat.repository.js';
+import { VISITOR_TOKEN_TTL_MS } from '../webchat/visitor-token.js';
+import { VISITOR_SEEN_EVERY_MS } from '../webchat/webchat.repository.js';
 import type { Db } from './database.js';
 
 /** Stored provider webhooks are kept this long after they were processed (their bytes, for audits). */

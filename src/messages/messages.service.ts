@@ -7,7 +7,7 @@ import type {
 } from '../channels/channel.js';
 import { WINDOWED_CHANNELS } from '../channels/channel.js';
 import { Batcher } from '../db/batcher.js';
-import { templatesBypassWindow } from '../channels/meta-pages/window.js';
+import { templatesBypassWindow } from './window.js';
 import { addressOn } from '../contacts/identities.js';
 import type { Clock } from '../clock.js';
 import { checkPhone, type ContactsService } from '../contacts/contacts.service.js';

@@ -6,16 +6,16 @@ import path from 'node:path';
 import { inject } from 'vitest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChannelProvider, ResolvedProvider } from '../../src/channels/channel.js';
-import { ConnectionsRepository } from '../../src/channels/connections/connections.repository.js';
-import { WebchatRepository } from '../../src/channels/webchat/webchat.repository.js';
-import { ConnectionsService } from '../../src/channels/connections/connections.service.js';
+import { ConnectionsRepository } from '../../src/connections/connections.repository.js';
+import { WebchatRepository } from '../../src/webchat/webchat.repository.js';
+import { ConnectionsService } from '../../src/connections/connections.service.js';
 import {
   CONNECTION_TOPIC,
   ConnectionProviderResolver,
   type ProviderFactory,
-} from '../../src/channels/connections/provider-resolver.js';
-import { SecretBox } from '../../src/channels/connections/secret-box.js';
-import { SECRETS_KEY_FILE, loadSecretsKey } from '../../src/channels/connections/secrets-key.js';
+} from '../../src/connections/provider-resolver.js';
+import { SecretBox } from '../../src/connections/secret-box.js';
+import { SECRETS_KEY_FILE, loadSecretsKey } from '../../src/connections/secrets-key.js';
 import { GraphClient } from '../../src/channels/meta/graph-client.js';
 import { ConfigError } from '../../src/config.js';
 import { CacheFeed } from '../../src/db/cache-feed.js';

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { OutboundMessage } from '../../src/channels/channel.js';
-import { INBOUND_WAIT_DELAYS_MS } from '../../src/channels/inbound/inbound.service.js';
+import { INBOUND_WAIT_DELAYS_MS } from '../../src/inbound/inbound.service.js';
 import { PageMessagingProvider } from '../../src/channels/meta-pages/page-messaging.provider.js';
 import { GraphClient } from '../../src/channels/meta/graph-client.js';
 import { newAccount } from '../helpers.js';

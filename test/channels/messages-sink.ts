@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { BroadcastsRepository } from '../../src/broadcasts/broadcasts.repository.js';
-import type { InboundSink, SinkInboundMessage } from '../../src/channels/inbound/inbound-sink.js';
+import type { InboundSink, SinkInboundMessage } from '../../src/inbound/inbound-sink.js';
 import type { Clock } from '../../src/clock.js';
 import { ContactsRepository } from '../../src/contacts/contacts.repository.js';
 import { toContact } from '../../src/contacts/contacts.service.js';

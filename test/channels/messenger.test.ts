@@ -5,9 +5,9 @@ import {
   INBOUND_WAIT_DELAYS_MS,
   PAGE_UNKNOWN_WAITS,
   PROFILE_RETRY_DELAYS_MS,
-} from '../../src/channels/inbound/inbound.service.js';
+} from '../../src/inbound/inbound.service.js';
 import { PageMessagingProvider } from '../../src/channels/meta-pages/page-messaging.provider.js';
-import { templatesBypassWindow } from '../../src/channels/meta-pages/window.js';
+import { templatesBypassWindow } from '../../src/messages/window.js';
 import { GraphClient } from '../../src/channels/meta/graph-client.js';
 import { newAccount, type TestAccount } from '../helpers.js';
 import { fromPerson, mid, pageEvent, pageWebhook, scopedId } from '../fake-graph/page-webhooks.js';

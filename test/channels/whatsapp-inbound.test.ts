@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { INBOUND_WAIT_DELAYS_MS } from '../../src/channels/inbound/inbound.service.js';
+import { INBOUND_WAIT_DELAYS_MS } from '../../src/inbound/inbound.service.js';
 import { toMessage } from '../../src/messages/messages.present.js';
 import { newAccount, randomPhone, type TestAccount } from '../helpers.js';
 import { eventsOf } from '../inbox-helpers.js';

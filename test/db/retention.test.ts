@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { FastifyBaseLogger } from 'fastify';
 import { sql } from 'kysely';
-import { VISITOR_TOKEN_TTL_MS } from '../../src/channels/webchat/visitor-token.js';
-import { VISITOR_SEEN_EVERY_MS } from '../../src/channels/webchat/webchat.repository.js';
+import { VISITOR_TOKEN_TTL_MS } from '../../src/webchat/visitor-token.js';
+import { VISITOR_SEEN_EVERY_MS } from '../../src/webchat/webchat.repository.js';
 import { createDb, type Db } from '../../src/db/database.js';
 import {
   deleteInBatches,

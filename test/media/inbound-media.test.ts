@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { INBOUND_WAIT_DELAYS_MS } from '../../src/channels/inbound/inbound.service.js';
+import { INBOUND_WAIT_DELAYS_MS } from '../../src/inbound/inbound.service.js';
 import { MediaRepository } from '../../src/media/media.repository.js';
 import { MediaService, MediaUrlRefused } from '../../src/media/media.service.js';
 import { META_ERRORS } from '../fake-graph/server.js';

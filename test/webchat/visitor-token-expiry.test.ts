@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { VISITOR_TOKEN_TTL_MS } from '../../src/channels/webchat/visitor-token.js';
+import { VISITOR_TOKEN_TTL_MS } from '../../src/webchat/visitor-token.js';
 import { newAccount, startTestApp, type TestApp } from '../helpers.js';
 import { expectError, expectStatus, freezeClock } from '../inbox-helpers.js';
 import { connectWebchat, ORIGIN, SECRETS_KEY } from './webchat-helpers.js';

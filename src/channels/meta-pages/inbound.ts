@@ -3,7 +3,7 @@ import type {
   ProviderStatusReport,
   ProviderWatermark,
   ProviderWebhookContent,
-} from '../inbound/inbound-sink.js';
+} from '../../inbound/inbound-sink.js';
 import type { PageChannel } from './requests.js';
 
 /**

@@ -1,5 +1,5 @@
 import type { ChannelProvider, OutboundMessage, SendOutcome } from '../channel.js';
-import type { WebchatWakeups } from './webchat-wakeups.js';
+import type { WebchatWakeups } from '../../webchat/webchat-wakeups.js';
 
 /**
  * The service's own channel. Sending is storing, which the pipeline did before calling here:

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
-import type { Db } from '../../db/database.js';
-import { CACHE_CHANNEL, type Invalidatable } from '../../db/cache-feed.js';
+import type { Db } from '../db/database.js';
+import { CACHE_CHANNEL, type Invalidatable } from '../db/cache-feed.js';
 
 /** The cache-feed topic of webchat wake-ups: `webchat <account id> <contact id>`. */
 export const WEBCHAT_TOPIC = 'webchat';

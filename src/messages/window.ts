@@ -1,4 +1,4 @@
-import type { ChannelProvider } from '../channel.js';
+import type { ChannelProvider } from '../channels/channel.js';
 
 /**
  * Whether an approved template may be sent outside the 24-hour customer service window with

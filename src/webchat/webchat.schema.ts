@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { Nullable, Timestamp } from '../../http/schemas.js';
+import { Nullable, Timestamp } from '../http/schemas.js';
 
 export const WidgetKeyParams = Type.Object({
   widget_key: Type.String({ maxLength: 100, description: "The connection's `widget_key`." }),

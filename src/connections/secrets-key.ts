@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { ConfigError, type Config } from '../../config.js';
+import { ConfigError, type Config } from '../config.js';
 
 /** Where the embedded default keeps the key it generated. */
 export const SECRETS_KEY_FILE = 'secrets.key';

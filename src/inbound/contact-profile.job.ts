@@ -1,4 +1,4 @@
-import type { JobHandler } from '../../jobs/job-runner.js';
+import type { JobHandler } from '../jobs/job-runner.js';
 import { PROFILE_RETRY_DELAYS_MS, type InboundWebhooksService } from './inbound.service.js';
 
 /**

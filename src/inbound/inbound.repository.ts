@@ -1,7 +1,7 @@
 import { sql, type Insertable, type Selectable } from 'kysely';
-import type { Db } from '../../db/database.js';
-import type { InboundWebhooksTable, JobsTable } from '../../db/schema.js';
-import { deleteHeldJobs, type HeldJob } from '../../jobs/job-queue.js';
+import type { Db } from '../db/database.js';
+import type { InboundWebhooksTable, JobsTable } from '../db/schema.js';
+import { deleteHeldJobs, type HeldJob } from '../jobs/job-queue.js';
 
 export type InboundWebhookRow = Selectable<InboundWebhooksTable>;
 

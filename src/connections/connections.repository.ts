@@ -1,6 +1,6 @@
 import { sql, type Selectable } from 'kysely';
-import type { Db, Tx } from '../../db/database.js';
-import type { Channel, ChannelConnectionsTable } from '../../db/schema.js';
+import type { Db, Tx } from '../db/database.js';
+import type { Channel, ChannelConnectionsTable } from '../db/schema.js';
 
 export type ConnectionRow = Selectable<ChannelConnectionsTable>;
 

@@ -1,6 +1,6 @@
 import { Type, type Static } from 'typebox';
-import { CHANNELS } from '../channel.js';
-import { Nullable, Timestamp } from '../../http/schemas.js';
+import { CHANNELS } from '../channels/channel.js';
+import { Nullable, Timestamp } from '../http/schemas.js';
 
 export const ChannelParams = Type.Object({
   channel: Type.Enum(CHANNELS, { description: 'One of whatsapp, instagram, messenger, webchat.' }),

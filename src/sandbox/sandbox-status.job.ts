@@ -1,5 +1,5 @@
-import type { JobHandler } from '../../jobs/job-runner.js';
-import type { MessagesService } from '../../messages/messages.service.js';
+import type { JobHandler } from '../jobs/job-runner.js';
+import type { MessagesService } from '../messages/messages.service.js';
 
 /**
  * Applies a simulated delivery report when its time comes; repeats are harmless (forward-only).

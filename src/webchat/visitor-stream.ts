@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import { AppError, Unavailable } from '../../errors.js';
+import { AppError, Unavailable } from '../errors.js';
 import type { StreamEnd, VisitorContext, WebchatService } from './webchat.service.js';
 import { HISTORY_LIMIT } from './webchat.repository.js';
 

@@ -1,8 +1,8 @@
 import type { FastifyInstance, FastifySchemaCompiler } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { ErrorObject } from 'ajv';
-import { Page, Success, errorResponses } from '../../http/schemas.js';
-import { validatorCompiler } from '../../http/validation.js';
+import { Page, Success, errorResponses } from '../http/schemas.js';
+import { validatorCompiler } from '../http/validation.js';
 import type { ConnectionsService } from './connections.service.js';
 import {
   ChannelParams,

@@ -1,7 +1,7 @@
 import { sql, type Selectable } from 'kysely';
-import type { Db, Tx } from '../../db/database.js';
-import type { WebchatVisitorsTable } from '../../db/schema.js';
-import type { MessageRow } from '../../messages/messages.repository.js';
+import type { Db, Tx } from '../db/database.js';
+import type { WebchatVisitorsTable } from '../db/schema.js';
+import type { MessageRow } from '../messages/messages.repository.js';
 
 export type StoredVisitor = Selectable<WebchatVisitorsTable>;
 /**

@@ -1,15 +1,15 @@
-import type { Scope } from '../../db/transactor.js';
-import { ValidationError } from '../../errors.js';
+import type { Scope } from '../db/transactor.js';
+import { ValidationError } from '../errors.js';
 import type {
   Message,
   SandboxInboundBody,
   SandboxStatusBody,
-} from '../../messages/messages.schema.js';
-import type { MessagesService } from '../../messages/messages.service.js';
-import type { Template, ReviewTemplateBody } from '../../templates/templates.schema.js';
-import type { TemplatesService } from '../../templates/templates.service.js';
+} from '../messages/messages.schema.js';
+import type { MessagesService } from '../messages/messages.service.js';
+import type { Template, ReviewTemplateBody } from '../templates/templates.schema.js';
+import type { TemplatesService } from '../templates/templates.service.js';
 import type { ConnectionsService } from '../connections/connections.service.js';
-import type { SandboxProvider } from './sandbox.provider.js';
+import type { SandboxProvider } from '../channels/sandbox/sandbox.provider.js';
 
 /**
  * The sandbox's controls: what a real provider would do through its callbacks and review desk.

@@ -1,7 +1,7 @@
-import type { ReadCache } from '../../db/read-cache.js';
-import type { Channel, ConnectionProvider } from '../../db/schema.js';
-import { AppError } from '../../errors.js';
-import type { ChannelProvider, ProviderResolver, ResolvedProvider } from '../channel.js';
+import type { ReadCache } from '../db/read-cache.js';
+import type { Channel, ConnectionProvider } from '../db/schema.js';
+import { AppError } from '../errors.js';
+import type { ChannelProvider, ProviderResolver, ResolvedProvider } from '../channels/channel.js';
 import type { ConnectionRow, ConnectionsRepository } from './connections.repository.js';
 import type { SecretBox } from './secret-box.js';
 

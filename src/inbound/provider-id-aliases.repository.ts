@@ -1,4 +1,4 @@
-import type { Db } from '../../db/database.js';
+import type { Db } from '../db/database.js';
 
 /**
  * Other provider ids of our messages: on Messenger and Instagram a captioned image or document is

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { AppError, type ErrorDetail } from '../../errors.js';
+import { AppError, type ErrorDetail } from '../errors.js';
 
 /** What a webchat connection keeps in its (public) settings. */
 export interface WebchatSettings {

@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { IdParams, errorResponses } from '../../http/schemas.js';
-import { Message, SandboxInboundBody, SandboxStatusBody } from '../../messages/messages.schema.js';
-import { ReviewTemplateBody, Template } from '../../templates/templates.schema.js';
+import { IdParams, errorResponses } from '../http/schemas.js';
+import { Message, SandboxInboundBody, SandboxStatusBody } from '../messages/messages.schema.js';
+import { ReviewTemplateBody, Template } from '../templates/templates.schema.js';
 import type { SandboxService } from './sandbox.service.js';
 
 /** The sandbox's controls (see SandboxService); registered while SANDBOX_ENABLED. */

@@ -1,6 +1,6 @@
-import type { Channel } from '../../db/schema.js';
-import type { Scope } from '../../db/transactor.js';
-import type { AppError } from '../../errors.js';
+import type { Channel } from '../db/schema.js';
+import type { Scope } from '../db/transactor.js';
+import type { AppError } from '../errors.js';
 
 /**
  * What a provider webhook says happened, in our words: the provider mappers (WhatsApp today)

@@ -1,10 +1,10 @@
-import { AppError, Unavailable } from '../../errors.js';
+import { AppError, Unavailable } from '../errors.js';
 import {
   GraphError,
   TOKEN_CODES,
   classifyGraphError,
   type GraphClient,
-} from '../meta/graph-client.js';
+} from '../channels/meta/graph-client.js';
 import type {
   InstagramConnectBody,
   MessengerConnectBody,

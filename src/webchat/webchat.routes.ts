@@ -1,9 +1,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { AppError, Forbidden, ValidationError } from '../../errors.js';
-import { ErrorRef, NoQuery, Success } from '../../http/schemas.js';
-import { isExistingDateTime } from '../../http/validation.js';
+import { AppError, Forbidden, ValidationError } from '../errors.js';
+import { ErrorRef, NoQuery, Success } from '../http/schemas.js';
+import { isExistingDateTime } from '../http/validation.js';
 import { TooManyStreams, type VisitorStreamLimits, type VisitorStreams } from './visitor-stream.js';
 import {
   IdentifyBody,
@@ -16,7 +16,7 @@ import {
   VisitorMessage,
   WidgetKeyParams,
 } from './webchat.schema.js';
-import type { RateLimiter } from '../../http/rate-limiter.js';
+import type { RateLimiter } from '../http/rate-limiter.js';
 import type { VisitorContext, Widget, WebchatService } from './webchat.service.js';
 
 /** The visitor endpoints' rate limits, and the caps of their streams. */

@@ -1,31 +1,31 @@
 import type { FastifyBaseLogger } from 'fastify';
-import type { Clock } from '../../clock.js';
-import { Batcher, runIsolated } from '../../db/batcher.js';
-import type { ReadCache } from '../../db/read-cache.js';
-import type { Transactor } from '../../db/transactor.js';
-import { AppError, Forbidden, NotFound, Unauthorized, Unavailable } from '../../errors.js';
-import { newId } from '../../ids.js';
-import type { HeldJob, JobQueue } from '../../jobs/job-queue.js';
-import type { JobOutcome } from '../../jobs/job-runner.js';
-import { MediaUrlRefused, type MediaService } from '../../media/media.service.js';
+import type { Clock } from '../clock.js';
+import { Batcher, runIsolated } from '../db/batcher.js';
+import type { ReadCache } from '../db/read-cache.js';
+import type { Transactor } from '../db/transactor.js';
+import { AppError, Forbidden, NotFound, Unauthorized, Unavailable } from '../errors.js';
+import { newId } from '../ids.js';
+import type { HeldJob, JobQueue } from '../jobs/job-queue.js';
+import type { JobOutcome } from '../jobs/job-runner.js';
+import { MediaUrlRefused, type MediaService } from '../media/media.service.js';
 import type {
   ConnectionRow,
   ConnectionsRepository,
 } from '../connections/connections.repository.js';
 import type { SecretBox } from '../connections/secret-box.js';
-import type { Channel } from '../../db/schema.js';
-import { downloadPageAttachment } from '../meta-pages/inbound-media.js';
-import { parsePageWebhook } from '../meta-pages/inbound.js';
-import { lookUpSenderName } from '../meta-pages/profiles.js';
-import type { ProviderIdAliasesRepository } from '../meta-pages/provider-id-aliases.repository.js';
+import type { Channel } from '../db/schema.js';
+import { downloadPageAttachment } from '../channels/meta-pages/inbound-media.js';
+import { parsePageWebhook } from '../channels/meta-pages/inbound.js';
+import { lookUpSenderName } from '../channels/meta-pages/profiles.js';
+import type { ProviderIdAliasesRepository } from './provider-id-aliases.repository.js';
 import {
   classifyGraphError,
   GraphError,
   TOKEN_CODES,
   type GraphClient,
-} from '../meta/graph-client.js';
-import { downloadWhatsAppMedia, MediaDownloadError } from '../whatsapp/inbound-media.js';
-import { parseWhatsAppWebhook } from '../whatsapp/inbound.js';
+} from '../channels/meta/graph-client.js';
+import { downloadWhatsAppMedia, MediaDownloadError } from '../channels/whatsapp/inbound-media.js';
+import { parseWhatsAppWebhook } from '../channels/whatsapp/inbound.js';
 import type {
   InboundSink,
   ProviderInboundMessage,
@@ -35,7 +35,7 @@ import type {
   TemplateStatusListener,
 } from './inbound-sink.js';
 import type { InboundWebhookRow, InboundWebhooksRepository } from './inbound.repository.js';
-import { isValidHubSignature, sameSecret } from './signature.js';
+import { isValidHubSignature, sameSecret } from '../channels/meta/signature.js';
 
 /**
  * How long processing waits for what is not there yet, attempt after attempt: a media download
