@@ -9,6 +9,8 @@ import { startEmbeddedPostgres, type EmbeddedPostgres } from './db/embedded/inde
 import { MemoryRateLimiter, RedisRateLimiter, type RateLimiter } from './http/rate-limiter.js';
 import { schedulePruning } from './http/idempotency.js';
 import { scheduleRetention } from './db/retention.js';
+import { inboundPruneTasks } from './inbound/retention.js';
+import { webchatPruneTasks } from './webchat/retention.js';
 import { JobRunner } from './jobs/job-runner.js';
 import { WebhookDispatcher } from './webhooks/webhook-dispatcher.js';
 import { loadSecretsKey } from './connections/secrets-key.js';
@@ -146,7 +148,10 @@ export async function startService(
     ? schedulePruning({ db: store.db, clock: systemClock, log: app.log })
     : null;
   const stopRetention = roles.workers
-    ? scheduleRetention({ db: store.db, clock: systemClock, log: app.log })
+    ? scheduleRetention({ db: store.db, clock: systemClock, log: app.log }, [
+        ...inboundPruneTasks,
+        ...webchatPruneTasks,
+      ])
     : null;
   app.log.info({ api: roles.api, workers: roles.workers }, 'switchboard started');
   return {

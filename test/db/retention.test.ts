@@ -4,16 +4,19 @@ import { sql } from 'kysely';
 import { VISITOR_TOKEN_TTL_MS } from '../../src/webchat/visitor-token.js';
 import { VISITOR_SEEN_EVERY_MS } from '../../src/webchat/webchat.repository.js';
 import { createDb, type Db } from '../../src/db/database.js';
+import { deleteInBatches, scheduleRetention } from '../../src/db/retention.js';
 import {
-  deleteInBatches,
-  IDLE_VISITOR_RETENTION_MS,
   INBOUND_WEBHOOK_RETENTION_MS,
   PROVIDER_ID_ALIAS_RETENTION_MS,
-  pruneIdleVisitors,
+  inboundPruneTasks,
   pruneInboundWebhooks,
   pruneProviderIdAliases,
-  scheduleRetention,
-} from '../../src/db/retention.js';
+} from '../../src/inbound/retention.js';
+import {
+  IDLE_VISITOR_RETENTION_MS,
+  pruneIdleVisitors,
+  webchatPruneTasks,
+} from '../../src/webchat/retention.js';
 import { newId } from '../../src/ids.js';
 import { createPrivateDatabase, newAccount, startTestApp, type TestApp } from '../helpers.js';
 
@@ -180,7 +183,11 @@ it('a retention run still going when the next is due makes that one skip', async
     await released;
   });
   await isLocked;
-  const stop = scheduleRetention({ db, clock: t.clock, log }, 20);
+  const stop = scheduleRetention(
+    { db, clock: t.clock, log },
+    [...inboundPruneTasks, ...webchatPruneTasks],
+    20,
+  );
   try {
     await until(async () => (await waitingDeletes()) === 1);
     // Fifteen runs were due meanwhile; none started beside the one waiting.

@@ -1,7 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { VISITOR_SEEN_EVERY_MS } from '../../src/webchat/webchat.repository.js';
-import { IDLE_VISITOR_RETENTION_MS, pruneIdleVisitors } from '../../src/db/retention.js';
+import { IDLE_VISITOR_RETENTION_MS, pruneIdleVisitors } from '../../src/webchat/retention.js';
 import {
   createPrivateDatabase,
   newAccount,
