@@ -1,7 +1,8 @@
 import { sql, type Selectable } from 'kysely';
 import type { Db, Tx } from '../db/database.js';
+import { paged } from '../db/paged.js';
 import type { BroadcastAudience, BroadcastStatus, BroadcastsTable, Channel } from '../db/schema.js';
-import { offsetOf, type PageRequest } from '../http/pagination.js';
+import type { PageRequest } from '../http/pagination.js';
 
 export type BroadcastRow = Selectable<BroadcastsTable>;
 
@@ -11,15 +12,16 @@ export type StatsDelta = Partial<Record<Count, number>>;
 /** Rows a broadcast's counts are spread over at most; a connection adds to one of them. */
 const COUNTER_SLOTS = 16;
 
+const broadcasts = (db: Db | Tx) => db.selectFrom('broadcasts as b');
+
 /**
  * Broadcasts with their counts: the row's own (counts before migration 013) plus every slot's,
  * read in the same statement so that status and counts come from one snapshot.
  */
-function counted(db: Db | Tx) {
+function counted(from: ReturnType<typeof broadcasts>) {
   const total = (count: Count) =>
     sql<number>`(b.${sql.ref(count)} + coalesce(s.${sql.ref(count)}, 0))::int`.as(count);
-  return db
-    .selectFrom('broadcasts as b')
+  return from
     .leftJoinLateral(
       (eb) =>
         eb
@@ -77,7 +79,7 @@ export class BroadcastsRepository {
 
   /** The broadcast with its counts (see `counted`); in `trx` when given. */
   async find(accountId: string, id: string, trx?: Tx): Promise<BroadcastRow | undefined> {
-    return counted(trx ?? this.db)
+    return counted(broadcasts(trx ?? this.db))
       .where('b.account_id', '=', accountId)
       .where('b.id', '=', id)
       .executeTakeFirst();
@@ -85,7 +87,7 @@ export class BroadcastsRepository {
 
   /** The broadcast with its counts, its row locked until the transaction ends. */
   async lock(trx: Tx, accountId: string, id: string): Promise<BroadcastRow | undefined> {
-    return counted(trx)
+    return counted(broadcasts(trx))
       .where('b.account_id', '=', accountId)
       .where('b.id', '=', id)
       .forUpdate('b')
@@ -111,25 +113,11 @@ export class BroadcastsRepository {
     status: BroadcastStatus | undefined,
     page: PageRequest,
   ): Promise<{ rows: BroadcastRow[]; total: number }> {
-    let rows = counted(this.db).where('b.account_id', '=', accountId);
-    let count = this.db
-      .selectFrom('broadcasts')
-      .select((eb) => eb.fn.countAll<string>().as('n'))
-      .where('account_id', '=', accountId);
-    if (status) {
-      rows = rows.where('b.status', '=', status);
-      count = count.where('status', '=', status);
-    }
-    const [page_, n] = await Promise.all([
-      rows
-        .orderBy('b.created_at', 'desc')
-        .orderBy('b.id', 'desc')
-        .limit(page.limit)
-        .offset(offsetOf(page))
-        .execute(),
-      count.executeTakeFirstOrThrow(),
-    ]);
-    return { rows: page_, total: Number(n.n) };
+    let q = broadcasts(this.db).where('b.account_id', '=', accountId);
+    if (status) q = q.where('b.status', '=', status);
+    return paged(q, page, (q) =>
+      counted(q).orderBy('b.created_at', 'desc').orderBy('b.id', 'desc'),
+    );
   }
 
   /**

@@ -1,7 +1,8 @@
 import { sql, type Selectable } from 'kysely';
 import { CUSTOM_PLAN, type Db, type Tx } from '../db/database.js';
+import { paged } from '../db/paged.js';
 import type { Channel, ContactsTable, CustomFieldValue, IdentityChannel } from '../db/schema.js';
-import { offsetOf, type PageRequest } from '../http/pagination.js';
+import type { PageRequest } from '../http/pagination.js';
 
 export type ContactRow = Selectable<ContactsTable>;
 
@@ -160,19 +161,14 @@ export class ContactsRepository {
       );
     }
     const filtered = filter.tag !== undefined || filter.search !== undefined;
-    const [rows, count] = await Promise.all([
-      query
+    return paged(query, page, (q) =>
+      q
         .select(CONTACT_COLUMNS)
         .select(IDENTITIES)
         .orderBy('created_at', 'desc')
         .orderBy('id', 'desc')
-        .limit(page.limit)
-        .offset(offsetOf(page))
-        .$if(filtered, (q) => q.modifyEnd(CUSTOM_PLAN))
-        .execute(),
-      query.select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow(),
-    ]);
-    return { rows, total: Number(count.n) };
+        .$if(filtered, (q) => q.modifyEnd(CUSTOM_PLAN)),
+    );
   }
 
   /** Inserts unless the phone is taken; `undefined` means another row has it (race-safe). */
@@ -549,16 +545,8 @@ export class ContactsRepository {
     accountId: string,
     page: PageRequest,
   ): Promise<{ rows: { name: string; created_at: Date }[]; total: number }> {
-    const query = this.db.selectFrom('tags').where('account_id', '=', accountId);
-    const [rows, count] = await Promise.all([
-      query
-        .select(['name', 'created_at'])
-        .orderBy('name')
-        .limit(page.limit)
-        .offset(offsetOf(page))
-        .execute(),
-      query.select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow(),
-    ]);
-    return { rows, total: Number(count.n) };
+    return paged(this.db.selectFrom('tags').where('account_id', '=', accountId), page, (q) =>
+      q.select(['name', 'created_at']).orderBy('name'),
+    );
   }
 }

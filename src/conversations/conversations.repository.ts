@@ -1,7 +1,8 @@
 import { sql, type Selectable } from 'kysely';
 import type { Db, Tx } from '../db/database.js';
 import type { Channel, ConversationsTable, NotesTable } from '../db/schema.js';
-import { offsetOf, type PageRequest } from '../http/pagination.js';
+import { paged } from '../db/paged.js';
+import type { PageRequest } from '../http/pagination.js';
 import { newId } from '../ids.js';
 
 export type ConversationRow = Selectable<ConversationsTable>;
@@ -154,17 +155,7 @@ export class ConversationsRepository {
     if (filter.status !== 'all') q = q.where('status', '=', filter.status);
     if (filter.channel) q = q.where('channel', '=', filter.channel);
     if (filter.assignedTo) q = q.where('assignee_id', '=', filter.assignedTo);
-    const [rows, count] = await Promise.all([
-      q
-        .selectAll()
-        .orderBy('updated_at', 'desc')
-        .orderBy('id', 'desc')
-        .limit(page.limit)
-        .offset(offsetOf(page))
-        .execute(),
-      q.select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow(),
-    ]);
-    return { rows, total: Number(count.n) };
+    return paged(q, page, (q) => q.selectAll().orderBy('updated_at', 'desc').orderBy('id', 'desc'));
   }
 
   async insertNote(trx: Tx | Db, row: NoteRow): Promise<void> {
@@ -180,16 +171,6 @@ export class ConversationsRepository {
       .selectFrom('notes')
       .where('account_id', '=', accountId)
       .where('conversation_id', '=', conversationId);
-    const [rows, count] = await Promise.all([
-      q
-        .selectAll()
-        .orderBy('created_at')
-        .orderBy('id')
-        .limit(page.limit)
-        .offset(offsetOf(page))
-        .execute(),
-      q.select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow(),
-    ]);
-    return { rows, total: Number(count.n) };
+    return paged(q, page, (q) => q.selectAll().orderBy('created_at').orderBy('id'));
   }
 }

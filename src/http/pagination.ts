@@ -12,7 +12,3 @@ export interface PageResult<T> {
 export function pageRequest(query: { page?: number; limit?: number }): PageRequest {
   return { page: query.page ?? 1, limit: query.limit ?? 20 };
 }
-
-export function offsetOf(req: PageRequest): number {
-  return (req.page - 1) * req.limit;
-}

@@ -1,7 +1,8 @@
 import type { Selectable } from 'kysely';
 import type { Db, Tx } from '../db/database.js';
 import type { TemplateStatus, TemplatesTable } from '../db/schema.js';
-import { offsetOf, type PageRequest } from '../http/pagination.js';
+import { paged } from '../db/paged.js';
+import type { PageRequest } from '../http/pagination.js';
 
 export type TemplateRow = Selectable<TemplatesTable>;
 
@@ -73,18 +74,9 @@ export class TemplatesRepository {
     accountId: string,
     page: PageRequest,
   ): Promise<{ rows: TemplateRow[]; total: number }> {
-    const q = this.db.selectFrom('templates').where('account_id', '=', accountId);
-    const [rows, count] = await Promise.all([
-      q
-        .selectAll()
-        .orderBy('created_at', 'desc')
-        .orderBy('id', 'desc')
-        .limit(page.limit)
-        .offset(offsetOf(page))
-        .execute(),
-      q.select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow(),
-    ]);
-    return { rows, total: Number(count.n) };
+    return paged(this.db.selectFrom('templates').where('account_id', '=', accountId), page, (q) =>
+      q.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc'),
+    );
   }
 
   async setStatus(

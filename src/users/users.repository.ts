@@ -1,7 +1,8 @@
 import type { Selectable } from 'kysely';
 import type { Db, Tx } from '../db/database.js';
 import type { TeamsTable, UsersTable } from '../db/schema.js';
-import { offsetOf, type PageRequest } from '../http/pagination.js';
+import { paged } from '../db/paged.js';
+import type { PageRequest } from '../http/pagination.js';
 
 export type UserRow = Selectable<UsersTable>;
 export type TeamRow = Selectable<TeamsTable>;
@@ -46,18 +47,9 @@ export class UsersRepository {
     accountId: string,
     page: PageRequest,
   ): Promise<{ rows: UserRow[]; total: number }> {
-    const q = this.db.selectFrom('users').where('account_id', '=', accountId);
-    const [rows, count] = await Promise.all([
-      q
-        .selectAll()
-        .orderBy('created_at', 'desc')
-        .orderBy('id', 'desc')
-        .limit(page.limit)
-        .offset(offsetOf(page))
-        .execute(),
-      q.select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow(),
-    ]);
-    return { rows, total: Number(count.n) };
+    return paged(this.db.selectFrom('users').where('account_id', '=', accountId), page, (q) =>
+      q.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc'),
+    );
   }
 
   async insertTeam(trx: Tx | Db, row: TeamRow): Promise<void> {
@@ -81,18 +73,9 @@ export class UsersRepository {
     accountId: string,
     page: PageRequest,
   ): Promise<{ rows: TeamRow[]; total: number }> {
-    const q = this.db.selectFrom('teams').where('account_id', '=', accountId);
-    const [rows, count] = await Promise.all([
-      q
-        .selectAll()
-        .orderBy('created_at', 'desc')
-        .orderBy('id', 'desc')
-        .limit(page.limit)
-        .offset(offsetOf(page))
-        .execute(),
-      q.select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow(),
-    ]);
-    return { rows, total: Number(count.n) };
+    return paged(this.db.selectFrom('teams').where('account_id', '=', accountId), page, (q) =>
+      q.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc'),
+    );
   }
 
   /** Display names for assignees, by id, in one query per kind. */

@@ -1,7 +1,8 @@
 import { sql, type Selectable } from 'kysely';
 import type { Db, Tx } from '../db/database.js';
 import type { WebhookAttemptsTable, WebhooksTable } from '../db/schema.js';
-import { offsetOf, type PageRequest } from '../http/pagination.js';
+import { paged } from '../db/paged.js';
+import type { PageRequest } from '../http/pagination.js';
 
 export type WebhookRow = Selectable<WebhooksTable>;
 export type AttemptRow = Selectable<WebhookAttemptsTable>;
@@ -110,17 +111,7 @@ export class WebhooksRepository {
       .selectFrom('webhook_attempts')
       .where('account_id', '=', accountId)
       .where('webhook_id', '=', webhookId);
-    const [rows, count] = await Promise.all([
-      q
-        .selectAll()
-        .orderBy('created_at', 'desc')
-        .orderBy('id', 'desc')
-        .limit(page.limit)
-        .offset(offsetOf(page))
-        .execute(),
-      q.select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow(),
-    ]);
-    return { rows, total: Number(count.n) };
+    return paged(q, page, (q) => q.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc'));
   }
 
   async findAttempt(
