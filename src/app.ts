@@ -21,7 +21,7 @@ import { EventFeed } from './events/event-feed.js';
 import { EventStreamService, type EventStreamLimits } from './events/event-stream.service.js';
 import { EventsRepository } from './events/events.repository.js';
 import { eventsRoutes } from './events/events.routes.js';
-import { installApiAuth } from './http/auth.js';
+import { installApiAuth } from './accounts/api-auth.js';
 import {
   answerClientError,
   answerRouterError,

@@ -11,7 +11,7 @@ import { SecretBox } from '../../src/connections/secret-box.js';
 import { ProviderIdAliasesRepository } from '../../src/inbound/provider-id-aliases.repository.js';
 import { GraphClient } from '../../src/channels/meta/graph-client.js';
 import { Transactor } from '../../src/db/transactor.js';
-import { installApiAuth } from '../../src/http/auth.js';
+import { installApiAuth } from '../../src/accounts/api-auth.js';
 import { installErrorHandlers } from '../../src/http/error-handler.js';
 import { installInputGuard } from '../../src/http/input-guard.js';
 import { ErrorBody } from '../../src/http/schemas.js';

@@ -1,8 +1,8 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { effectiveRateLimit, type AccountsService } from '../accounts/accounts.service.js';
+import { effectiveRateLimit, type AccountsService } from './accounts.service.js';
 import type { Scope } from '../db/transactor.js';
 import { AppError, Forbidden, Unauthorized } from '../errors.js';
-import type { RateLimiter } from './rate-limiter.js';
+import type { RateLimiter } from '../http/rate-limiter.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
