@@ -98,7 +98,7 @@ import { webchatRoutes, type WebchatLimits } from './channels/webchat/webchat.ro
 import { WebchatService } from './channels/webchat/webchat.service.js';
 import { VisitorStreams } from './channels/webchat/visitor-stream.js';
 import { VisitorTokens } from './channels/webchat/visitor-token.js';
-import { widgetRoute } from './channels/webchat/widget.route.js';
+import { widgetRoute } from './webchat/widget.route.js';
 import { AppError } from './errors.js';
 
 export const BODY_LIMIT = 1024 * 1024;

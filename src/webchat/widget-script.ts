@@ -1,20 +1,14 @@
 import { readFile } from 'node:fs/promises';
-import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 
-/** The widget's entry point, relative to this module (in src) or its build (in dist). */
-const ENTRY = new URL('./widget/widget.ts', import.meta.url);
-/** Where `npm run build` writes the bundle, next to this module's build. */
-export const BUILT = new URL('./widget.js', import.meta.url);
-
-/** How the widget is bundled: one self-contained script, no imports at run time. */
-export const WIDGET_BUILD = {
-  bundle: true,
-  minify: true,
-  format: 'iife',
-  target: ['es2020', 'chrome100', 'firefox100', 'safari15'],
-  legalComments: 'none',
-} as const;
+/** The project root: this module is src/webchat/widget-script.ts, or dist/webchat/ once built. */
+const ROOT = new URL('../../', import.meta.url);
+/** The widget's build (widget/build.ts), which bundles its sources. */
+const WIDGET_BUILD = new URL('widget/build.ts', ROOT);
+/** Where `npm run build` writes the bundle, beside the compiled service. */
+const BUILT = new URL('dist/widget/widget.js', ROOT);
+/** Whether this module runs from the build (`npm start`) rather than from the sources. */
+const FROM_DIST = import.meta.url.startsWith(new URL('dist/', ROOT).href);
 
 export interface WidgetScript {
   body: Buffer;
@@ -24,8 +18,8 @@ export interface WidgetScript {
 let loading: Promise<WidgetScript> | null = null;
 
 /**
- * The widget script: the bundle `npm run build` made, or (running from the sources, as in
- * development and tests) bundled once in memory with esbuild.
+ * The widget script: the bundle `npm run build` made when the service runs from its build, or
+ * (running from the sources, as in development and tests) bundled once in memory with esbuild.
  */
 export function widgetScript(): Promise<WidgetScript> {
   loading ??= load().catch((err: unknown) => {
@@ -36,24 +30,12 @@ export function widgetScript(): Promise<WidgetScript> {
 }
 
 async function load(): Promise<WidgetScript> {
-  let body: Buffer;
-  try {
-    body = await readFile(BUILT);
-  } catch {
-    body = await bundle();
-  }
+  const body = FROM_DIST ? await readFile(BUILT) : await bundle();
   return { body, gzipped: gzipSync(body, { level: 9 }) };
 }
 
-/** Bundles the widget with esbuild (a development dependency) into memory. */
-export async function bundle(outfile?: string): Promise<Buffer> {
-  const esbuild = await import('esbuild');
-  const result = await esbuild.build({
-    ...WIDGET_BUILD,
-    target: [...WIDGET_BUILD.target],
-    entryPoints: [fileURLToPath(ENTRY)],
-    write: false,
-    outfile: outfile ?? 'widget.js',
-  });
-  return Buffer.from(result.outputFiles[0]!.contents);
+/** Bundles the widget from its sources with its own build (esbuild, a development dependency). */
+async function bundle(): Promise<Buffer> {
+  const build = (await import(WIDGET_BUILD.href)) as { bundleWidget(): Promise<Buffer> };
+  return build.bundleWidget();
 }
