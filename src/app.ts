@@ -95,7 +95,7 @@ import { webchatRoutes, type WebchatLimits } from './webchat/webchat.routes.js';
 import { WebchatService } from './webchat/webchat.service.js';
 import { VisitorStreams } from './webchat/visitor-stream.js';
 import { VisitorTokens } from './webchat/visitor-token.js';
-import { widgetRoute } from './channels/webchat/widget.route.js';
+import { widgetRoute } from './webchat/widget.route.js';
 import { AppError } from './errors.js';
 
 export const BODY_LIMIT = 1024 * 1024;
