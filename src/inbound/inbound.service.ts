@@ -26,14 +26,12 @@ import {
 } from '../channels/meta/graph-client.js';
 import { downloadWhatsAppMedia, MediaDownloadError } from '../channels/whatsapp/inbound-media.js';
 import { parseWhatsAppWebhook } from '../channels/whatsapp/inbound.js';
+import type { InboundSink, PhoneSinkMessage, TemplateStatusListener } from './inbound-sink.js';
 import type {
-  InboundSink,
   ProviderInboundMessage,
-  PhoneSinkMessage,
   ProviderStatusReport,
   ProviderWebhookContent,
-  TemplateStatusListener,
-} from './inbound-sink.js';
+} from '../channels/webhook-content.js';
 import type { InboundWebhookRow, InboundWebhooksRepository } from './inbound.repository.js';
 import { isValidHubSignature, sameSecret } from '../channels/meta/signature.js';
 

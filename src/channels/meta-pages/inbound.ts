@@ -3,7 +3,7 @@ import type {
   ProviderStatusReport,
   ProviderWatermark,
   ProviderWebhookContent,
-} from '../../inbound/inbound-sink.js';
+} from '../webhook-content.js';
 import type { PageChannel } from './requests.js';
 
 /**

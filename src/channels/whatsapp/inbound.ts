@@ -3,7 +3,7 @@ import type {
   ProviderStatusReport,
   ProviderWebhookContent,
   TemplateStatusReport,
-} from '../../inbound/inbound-sink.js';
+} from '../webhook-content.js';
 
 /**
  * WhatsApp Cloud API webhooks (`object: "whatsapp_business_account"`) in our words. The payload
