@@ -24,7 +24,8 @@ import {
   TOKEN_CODES,
   type GraphClient,
 } from '../channels/meta/graph-client.js';
-import { downloadWhatsAppMedia, MediaDownloadError } from '../channels/whatsapp/inbound-media.js';
+import { MediaDownloadError } from '../channels/channel.js';
+import { downloadWhatsAppMedia } from '../channels/whatsapp/inbound-media.js';
 import { parseWhatsAppWebhook } from '../channels/whatsapp/inbound.js';
 import type { InboundSink, PhoneSinkMessage, TemplateStatusListener } from './inbound-sink.js';
 import type {
