@@ -135,7 +135,7 @@ export interface StatusUpdate {
 /** A connection as an adapter's inbound side sees it (a connection row will do). */
 export interface InboundConnection {
   channel: Channel;
-  /** The settings it was made with: the ids its provider names it by (phone_number_id, page_id…). */
+  /** The settings it was made with: the ids its provider knows it by (phone_number_id…). */
   settings: Readonly<Record<string, unknown>>;
 }
 
