@@ -1,4 +1,5 @@
 import type { Channel, ConnectionProvider, MessageType } from '../db/schema.js';
+import type { ProviderInboundMessage, ProviderWebhookContent } from './webhook-content.js';
 
 export const CHANNELS = [
   'whatsapp',
@@ -129,4 +130,105 @@ export interface StatusUpdate {
   messageId: string;
   status: 'delivered' | 'read' | 'failed';
   reason?: string;
+}
+
+/** A connection as an adapter's inbound side sees it (a connection row will do). */
+export interface InboundConnection {
+  channel: Channel;
+  /** The settings it was made with: the ids its provider knows it by (phone_number_id…). */
+  settings: Readonly<Record<string, unknown>>;
+}
+
+/** Where an adapter tells what it skipped (a Fastify or pino logger will do). */
+export interface AdapterLog {
+  warn(details: object, message: string): void;
+}
+
+/** A provider's file, downloaded. */
+export interface FetchedMedia {
+  bytes: Buffer;
+  /** What the provider says the file is; null when it does not say. */
+  contentType: string | null;
+}
+
+/**
+ * The inbound side of a provider whose webhooks arrive over HTTP: the handshake and signature,
+ * the webhook read into our words (see webhook-content.ts), its files and its senders' names.
+ * One per connection provider and stateless: the connection, its token and its secrets come
+ * with each call. Nothing outside the adapter's folder knows a vendor field name.
+ */
+export interface InboundAdapter {
+  /** Which of the connection's secrets signs its webhooks, and which its calls take. */
+  readonly secretNames: { signing: string; token: string };
+  /**
+   * Whether its delivery reports may name messages not sent through us (replies from the
+   * provider's own inbox) or another id of one of ours (a caption sent apart): such reports are
+   * looked up among the provider id aliases, and wait only briefly for an id we do not know.
+   */
+  readonly looseReports: boolean;
+  /**
+   * The subscription handshake (a GET with the query): what to answer, or null when the query
+   * is not a subscription with the connection's verify token.
+   */
+  handshake(
+    query: Readonly<Record<string, string | undefined>>,
+    verifyToken: string,
+  ): string | null;
+  /** Whether the signature (a header's value) vouches for these exact bytes. */
+  isSigned(body: Buffer, signature: string | undefined, signingSecret: string): boolean;
+  /** The webhook's body (parsed JSON) in our words; what is not the connection's is skipped. */
+  parse(body: unknown, connection: InboundConnection, log: AdapterLog): ProviderWebhookContent;
+  /** Whether processing this content calls the provider with the connection's token. */
+  needsToken(content: ProviderWebhookContent): boolean;
+  /**
+   * Downloads an inbound message's file. Rejects with a MediaDownloadError. `checkUrl` vets a
+   * URL the provider named before anything is fetched from it.
+   */
+  fetchMedia(
+    media: NonNullable<ProviderInboundMessage['media']>,
+    opts: {
+      token: string | null;
+      maxBytes: number;
+      checkUrl: (url: string) => Promise<void>;
+      signal?: AbortSignal;
+    },
+  ): Promise<FetchedMedia>;
+  /**
+   * The name a sender (known by their identity on the channel) shows on the provider; null when
+   * their profile has none. Rejects with a ProfileLookupError when the provider refuses. Absent
+   * for providers whose webhooks name senders themselves.
+   */
+  lookUpName?(
+    identity: string,
+    opts: { token: string; signal?: AbortSignal },
+  ): Promise<string | null>;
+}
+
+/**
+ * Why a file could not be downloaded. `final` when trying again cannot help (refused for good,
+ * the file too large, the URL refused); otherwise the download is retried.
+ */
+export class MediaDownloadError extends Error {
+  constructor(
+    message: string,
+    readonly final: boolean,
+    /** The provider's words when it refused the connection's token itself; else null. */
+    readonly tokenRefused: string | null = null,
+  ) {
+    super(message);
+  }
+}
+
+/** Why a sender's profile could not be read: `final`, or worth asking again (after a hint). */
+export class ProfileLookupError extends Error {
+  constructor(
+    message: string,
+    readonly final: boolean,
+    /** The provider's words when it refused the connection's token itself; else null. */
+    readonly tokenRefused: string | null,
+    /** How long the provider asked us to wait, when it said. */
+    readonly retryAfterMs: number | null,
+  ) {
+    super(message);
+  }
 }

@@ -1,20 +1,7 @@
 import { ValidationError } from '../errors.js';
+import { PLACEHOLDER, placeholderCount } from '../channels/provider-templates.js';
 
-const PLACEHOLDER = /\{\{\s*(\d+)\s*\}\}/g;
-
-/** How many parameters a body takes; its placeholders must be {{1}}…{{n}} without gaps. */
-export function placeholderCount(body: string, field = 'body'): number {
-  const seen = new Set<number>();
-  for (const m of body.matchAll(PLACEHOLDER)) seen.add(Number(m[1]));
-  for (let i = 1; i <= seen.size; i++) {
-    if (!seen.has(i))
-      throw new ValidationError(
-        field,
-        `placeholders must be numbered {{1}} to {{${seen.size}}} without gaps`,
-      );
-  }
-  return seen.size;
-}
+export { placeholderCount };
 
 /** Fills {{1}}…{{n}} with exactly n parameters. */
 export function renderTemplate(body: string, params: string[], field = 'template_params'): string {

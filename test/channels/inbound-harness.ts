@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import Fastify, { type FastifyInstance } from 'fastify';
-import type { InboundSink, TemplateStatusReport } from '../../src/inbound/inbound-sink.js';
+import type { InboundSink } from '../../src/inbound/inbound-sink.js';
+import type { TemplateStatusReport } from '../../src/channels/webhook-content.js';
 import { contactProfileJob } from '../../src/inbound/contact-profile.job.js';
 import { inboundWebhookJob } from '../../src/inbound/inbound.job.js';
 import { InboundWebhooksRepository } from '../../src/inbound/inbound.repository.js';

@@ -1,5 +1,6 @@
-import { classifyGraphError, GraphError, type GraphClient } from '../meta/graph-client.js';
-import { MediaDownloadError } from '../whatsapp/inbound-media.js';
+import type { FetchedMedia } from '../channel.js';
+import { mediaErrorOf } from '../meta/errors.js';
+import type { GraphClient } from '../meta/graph-client.js';
 
 /**
  * Downloads a Messenger or Instagram attachment from the URL in the webhook. Those CDN URLs are
@@ -14,7 +15,7 @@ export async function downloadPageAttachment(
     checkUrl: (url: string) => Promise<void>;
     signal?: AbortSignal;
   },
-): Promise<{ bytes: Buffer; contentType: string | null }> {
+): Promise<FetchedMedia> {
   await opts.checkUrl(opts.url);
   try {
     return await graph.download(opts.url, {
@@ -23,13 +24,7 @@ export async function downloadPageAttachment(
       signal: opts.signal,
     });
   } catch (err) {
-    if (!(err instanceof GraphError))
-      throw new MediaDownloadError(`downloading the file failed: ${String(err)}`, false);
-    if (err.httpStatus === 413) throw new MediaDownloadError(err.message, true);
     // An expired or removed CDN file (403, 404) will not come back.
-    throw new MediaDownloadError(
-      `downloading the file failed: ${err.describe()}`,
-      classifyGraphError(err) === 'final',
-    );
+    throw mediaErrorOf(err, 'downloading the file', false);
   }
 }

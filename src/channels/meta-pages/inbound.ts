@@ -3,37 +3,34 @@ import type {
   ProviderStatusReport,
   ProviderWatermark,
   ProviderWebhookContent,
-} from '../../inbound/inbound-sink.js';
+} from '../webhook-content.js';
+import {
+  dateOfMillis,
+  entriesOf,
+  idOf,
+  isObj,
+  kindLabel,
+  list,
+  locationText,
+  messagingOf,
+  num,
+  reactionText,
+  str,
+  type Obj,
+} from '../meta/webhook-payload.js';
 import type { PageChannel } from './requests.js';
 
 /**
  * Messenger (`object: "page"`) and Instagram (`object: "instagram"`) webhooks in our words.
  * Both carry `entry[].messaging[]` events with a `sender`, a `recipient` and one of `message`,
  * `delivery`, `read`, `reaction`, `postback`… (developers.facebook.com/docs/messenger-platform/
- * reference/webhook-events and /docs/messenger-platform/instagram/features/webhook). The payload
- * is signed by Meta, but its shape is still checked field by field: anything unexpected is
- * skipped or kept as readable text, never a crash.
+ * reference/webhook-events and /docs/messenger-platform/instagram/features/webhook). The envelope
+ * and field readers are Meta's (meta/webhook-payload.ts).
  *
  * Not mapped (nothing in our model to hold them): `standby` (another app owns the conversation
  * under the handover protocol), `referral`, `optin`, `message_edit`, `account_linking`, policy
  * notices, and the unsending of a message (`is_deleted`).
  */
-
-type Obj = Record<string, unknown>;
-
-const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
-const list = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
-const LONE_SURROGATES = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
-/** A string as PostgreSQL can keep it (no NUL, no lone surrogate); empty is absent. */
-const str = (v: unknown): string | null => {
-  if (typeof v !== 'string') return null;
-  const text = v.replaceAll('\u0000', '').replace(LONE_SURROGATES, '\uFFFD');
-  return text === '' ? null : text;
-};
-/** Page and account ids arrive as strings, and sometimes as numbers. */
-const idOf = (v: unknown): string | null =>
-  typeof v === 'number' && Number.isSafeInteger(v) ? String(v) : str(v);
-const num = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
 
 export interface PageConnectionIds {
   channel: PageChannel;
@@ -61,24 +58,20 @@ export function parsePageWebhook(
     templates: [],
     watermarks: [] as ProviderWatermark[],
   };
-  if (!isObj(body) || body.object !== OBJECT[connection.channel]) return out;
-  for (const entry of list(body.entry)) {
-    if (!isObj(entry)) continue;
+  for (const entry of entriesOf(body, OBJECT[connection.channel])) {
     // Another Page (or account) of the same app is another connection's business.
     const entryId = idOf(entry.id);
     if (entryId === null || !connection.entryIds.includes(entryId)) {
       connection.skipped?.(entryId);
       continue;
     }
-    for (const event of list(entry.messaging)) {
-      if (!isObj(event)) continue;
+    for (const event of messagingOf(entry)) {
       const sender = isObj(event.sender) ? idOf(event.sender.id) : null;
       // Our own messages come back with the business as the sender (echoes).
       if (!sender || connection.entryIds.includes(sender)) continue;
       const timestamp = num(event.timestamp);
       // When Meta says the person acted (ms): the 24-hour window opens then, not when we process it.
-      const sentAt =
-        timestamp !== null && Number.isSafeInteger(timestamp) ? new Date(timestamp) : null;
+      const sentAt = dateOfMillis(timestamp);
       const said = (m: ProviderInboundMessage) => out.messages.push({ ...m, sentAt });
       if (isObj(event.message)) {
         toMessages(event.message, sender, connection.channel).forEach(said);
@@ -207,15 +200,12 @@ function readableAttachment(kind: string, payload: Obj, channel: PageChannel): s
   const url = str(payload.url);
   if (kind === 'location') {
     const c = isObj(payload.coordinates) ? payload.coordinates : {};
-    const lat = num(c.lat);
-    const lng = num(c.long);
-    const at = lat !== null && lng !== null ? `${lat}, ${lng}` : null;
-    const where = [title, at && (title ? `(${at})` : at)].filter(Boolean).join(' ');
-    if (where) return `Location: ${where}`;
+    const where = locationText(title ?? '', num(c.lat), num(c.long));
+    if (where) return where;
   }
   if (kind === 'fallback' && (title || url))
     return `Shared link: ${[title, url].filter(Boolean).join(' ')}`;
-  const label = /^[a-z_]{1,40}$/.test(kind) ? kind : 'attachment';
+  const label = kindLabel(kind, 'attachment');
   const detail = [title, url].filter(Boolean).join(' ');
   return detail
     ? `[${NAME[channel]} ${label}: ${detail}]`
@@ -239,12 +229,7 @@ function reaction(r: Obj, sender: string, timestamp: number | null): ProviderInb
     providerMessageId: `reaction:${target}:${sender}:${action}:${timestamp}`,
     from: { identity: sender, name: null },
     type: 'text',
-    content:
-      action === 'unreact'
-        ? 'Removed a reaction'
-        : emoji
-          ? `Reacted ${emoji} to a message`
-          : 'Reacted to a message',
+    content: reactionText(action === 'unreact', emoji),
     media: null,
   };
 }

@@ -1,6 +1,6 @@
 import type { ChannelProvider, OutboundMessage, SendOutcome } from '../channel.js';
 import { GraphError, TOKEN_CODES, type GraphClient } from '../meta/graph-client.js';
-import { outcomeOfError } from '../whatsapp/whatsapp-cloud.provider.js';
+import { outcomeOfError } from '../meta/errors.js';
 import { buildPageRequests, type PageChannel } from './requests.js';
 
 export interface PageMessagingOptions {

@@ -23,3 +23,32 @@ export function sameSecret(given: string, expected: string): boolean {
   const b = Buffer.from(expected, 'utf8');
   return a.length === b.length && timingSafeEqual(a, b);
 }
+
+/**
+ * Meta's subscription handshake (`hub.mode=subscribe&hub.verify_token=…&hub.challenge=…`): the
+ * challenge to answer with when the verify token is the connection's; else null.
+ */
+export function hubChallenge(
+  query: Readonly<Record<string, string | undefined>>,
+  verifyToken: string,
+): string | null {
+  const token = query['hub.verify_token'];
+  const challenge = query['hub.challenge'];
+  if (
+    query['hub.mode'] !== 'subscribe' ||
+    token === undefined ||
+    challenge === undefined ||
+    !sameSecret(token, verifyToken)
+  )
+    return null;
+  return challenge;
+}
+
+/** A setting the connection was made with (an id such as `page_id`); null when it has none. */
+export function settingOf(
+  settings: Readonly<Record<string, unknown>>,
+  name: string,
+): string | null {
+  const v = settings[name];
+  return typeof v === 'string' && v !== '' ? v : null;
+}

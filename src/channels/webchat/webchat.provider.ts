@@ -1,5 +1,9 @@
 import type { ChannelProvider, OutboundMessage, SendOutcome } from '../channel.js';
-import type { WebchatWakeups } from '../../webchat/webchat-wakeups.js';
+
+/** Wakes a visitor's open widgets (implemented by the webchat feature). */
+export interface VisitorWakeups {
+  publish(accountId: string, contactId: string): Promise<void>;
+}
 
 /**
  * The service's own channel. Sending is storing, which the pipeline did before calling here:
@@ -9,7 +13,7 @@ import type { WebchatWakeups } from '../../webchat/webchat-wakeups.js';
 export class WebchatProvider implements ChannelProvider {
   readonly name = 'webchat' as const;
 
-  constructor(private readonly wakeups: WebchatWakeups) {}
+  constructor(private readonly wakeups: VisitorWakeups) {}
 
   async send(message: OutboundMessage): Promise<SendOutcome> {
     await this.wakeups.publish(message.accountId, message.to.contactId);

@@ -3,38 +3,26 @@ import type {
   ProviderStatusReport,
   ProviderWebhookContent,
   TemplateStatusReport,
-} from '../../inbound/inbound-sink.js';
+} from '../webhook-content.js';
+import {
+  changesOf,
+  dateOfSeconds,
+  entriesOf,
+  idOf,
+  isObj,
+  kindLabel,
+  list,
+  locationText,
+  numeric,
+  reactionText,
+  str,
+  type Obj,
+} from '../meta/webhook-payload.js';
 
 /**
- * WhatsApp Cloud API webhooks (`object: "whatsapp_business_account"`) in our words. The payload
- * has been signed by Meta, but its shape is still checked field by field: anything unexpected is
- * skipped or kept as readable text, never a crash.
+ * WhatsApp Cloud API webhooks (`object: "whatsapp_business_account"`) in our words (the envelope
+ * and field readers are Meta's, see meta/webhook-payload.ts).
  */
-
-type Obj = Record<string, unknown>;
-
-const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
-const list = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
-const LONE_SURROGATES = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
-
-/**
- * A string as PostgreSQL can keep it: NUL characters dropped, lone surrogates replaced (JSON
- * allows both, a text column neither). Empty is absent.
- */
-const str = (v: unknown): string | null => {
-  if (typeof v !== 'string') return null;
-  const text = v.replaceAll('\u0000', '').replace(LONE_SURROGATES, '\uFFFD');
-  return text === '' ? null : text;
-};
-/** Ids arrive as strings, and in some payloads (template ids) as numbers. */
-const idOf = (v: unknown): string | null =>
-  typeof v === 'number' && Number.isSafeInteger(v) ? String(v) : str(v);
-const num = (v: unknown): number | null =>
-  typeof v === 'number' && Number.isFinite(v)
-    ? v
-    : typeof v === 'string' && v.trim() !== '' && Number.isFinite(Number(v))
-      ? Number(v)
-      : null;
 
 /** What identifies the connection in Meta's payloads. */
 export interface WhatsAppConnectionIds {
@@ -48,13 +36,9 @@ export function parseWhatsAppWebhook(
   connection: WhatsAppConnectionIds,
 ): ProviderWebhookContent {
   const out: ProviderWebhookContent = { messages: [], statuses: [], templates: [] };
-  if (!isObj(body) || body.object !== 'whatsapp_business_account') return out;
-  for (const entry of list(body.entry)) {
-    if (!isObj(entry)) continue;
-    for (const change of list(entry.changes)) {
-      if (!isObj(change) || !isObj(change.value)) continue;
-      const value = change.value;
-      if (change.field === 'messages') {
+  for (const entry of entriesOf(body, 'whatsapp_business_account')) {
+    for (const { field, value } of changesOf(entry)) {
+      if (field === 'messages') {
         // Another number of the same business (or app) is another connection's business.
         const metadata = isObj(value.metadata) ? value.metadata : {};
         if (idOf(metadata.phone_number_id) !== connection.phoneNumberId) continue;
@@ -67,7 +51,7 @@ export function parseWhatsAppWebhook(
           const status = toStatus(s);
           if (status) out.statuses.push(status);
         }
-      } else if (change.field === 'message_template_status_update') {
+      } else if (field === 'message_template_status_update') {
         if (
           connection.businessAccountId === null ||
           idOf(entry.id) !== connection.businessAccountId
@@ -104,12 +88,8 @@ function toMessage(m: unknown, names: Map<string, string>): ProviderInboundMessa
   // Meta may name the sender differently in `contacts` (a country's old number format), so a
   // lone profile is the sender's.
   const name = names.get(from) ?? (names.size === 1 ? [...names.values()][0]! : null);
-  // Seconds since the epoch, as a string: when the person sent it (the 24-hour window opens then).
-  const seconds = typeof m.timestamp === 'string' ? Number(m.timestamp) : m.timestamp;
-  const sentAt =
-    typeof seconds === 'number' && Number.isSafeInteger(seconds) && seconds > 0
-      ? new Date(seconds * 1000)
-      : null;
+  // When the person sent it (the 24-hour window opens then).
+  const sentAt = dateOfSeconds(m.timestamp);
   const base = { providerMessageId: id, from: { phone: `+${from}`, name }, sentAt };
   const type = str(m.type) ?? 'unknown';
 
@@ -144,12 +124,10 @@ function readableText(type: string, m: Obj): string {
   const part = isObj(found) ? found : {};
   switch (type) {
     case 'location': {
-      const lat = num(part.latitude);
-      const lng = num(part.longitude);
       const where = [str(part.name), str(part.address)].filter((s) => s !== null).join(', ');
-      const at = lat !== null && lng !== null ? `${lat}, ${lng}` : null;
-      if (!where && !at) return placeholder(type, m);
-      return `Location: ${[where, at && (where ? `(${at})` : at)].filter(Boolean).join(' ')}`;
+      return (
+        locationText(where, numeric(part.latitude), numeric(part.longitude)) ?? placeholder(type, m)
+      );
     }
     case 'contacts': {
       const cards = list(m.contacts).filter(isObj).map(contactCard);
@@ -172,7 +150,7 @@ function readableText(type: string, m: Obj): string {
     }
     case 'reaction': {
       const emoji = str(part.emoji);
-      return emoji ? `Reacted ${emoji} to a message` : 'Removed a reaction';
+      return reactionText(emoji === null, emoji);
     }
     default:
       return placeholder(type, m);
@@ -206,7 +184,7 @@ function placeholder(type: string, m: Obj): string {
     ? (str(isObj(error.error_data) ? error.error_data.details : null) ?? str(error.details))
     : null;
   const reason = [why, details].filter(Boolean).join(': ');
-  const label = /^[a-z_]{1,40}$/.test(type) ? type : 'unknown';
+  const label = kindLabel(type, 'unknown');
   return reason
     ? `[Unsupported WhatsApp message (${label}): ${reason}]`
     : `[Unsupported WhatsApp message (${label})]`;
@@ -231,7 +209,7 @@ function toStatus(s: unknown): ProviderStatusReport | null {
 function failureReason(errors: unknown): string {
   const e = list(errors).find(isObj);
   if (!e) return 'WhatsApp reported the message as failed without a reason';
-  const code = num(e.code);
+  const code = numeric(e.code);
   const title = str(e.title) ?? str(e.message) ?? 'failed';
   return code === null ? title : `(#${code}) ${title}`;
 }

@@ -1,11 +1,11 @@
 import type { TemplateStatus } from '../../db/schema.js';
 import { AppError, Unavailable } from '../../errors.js';
-import type {
-  ProviderTemplate,
-  TemplateCategory,
-  WhatsAppTemplateApi,
-} from '../../templates/provider-templates.js';
-import { placeholderCount } from '../../templates/render.js';
+import {
+  placeholderCount,
+  type ProviderTemplate,
+  type TemplateCategory,
+  type WhatsAppTemplateApi,
+} from '../provider-templates.js';
 import { GraphError, classifyGraphError, type GraphClient } from '../meta/graph-client.js';
 
 /** One entry of `GET /{waba_id}/message_templates` (Meta's fields, only those we read). */

@@ -1,10 +1,6 @@
 import type { ChannelProvider, OutboundMessage, SendOutcome } from '../channel.js';
-import {
-  GraphError,
-  TOKEN_CODES,
-  classifyGraphError,
-  type GraphClient,
-} from '../meta/graph-client.js';
+import { outcomeOfError } from '../meta/errors.js';
+import { GraphError, TOKEN_CODES, type GraphClient } from '../meta/graph-client.js';
 import { buildWhatsAppRequest } from './requests.js';
 
 export interface WhatsAppCloudOptions {
@@ -53,18 +49,5 @@ export class WhatsAppCloudProvider implements ChannelProvider {
     if (typeof id !== 'string' || id === '')
       return { status: 'failed', reason: 'WhatsApp accepted the message without a message id' };
     return { status: 'accepted', providerMessageId: id };
-  }
-}
-
-/** Graph's refusal in our terms: throttling and transient faults are retried, the rest is final. */
-export function outcomeOfError(err: GraphError): SendOutcome {
-  switch (classifyGraphError(err)) {
-    case 'throttled':
-    case 'transient':
-      return err.retryAfterMs === null
-        ? { status: 'retry', reason: err.describe() }
-        : { status: 'retry', reason: err.describe(), afterMs: err.retryAfterMs };
-    case 'final':
-      return { status: 'failed', reason: err.describe() };
   }
 }
