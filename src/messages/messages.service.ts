@@ -5,9 +5,8 @@ import type {
   ProviderResolver,
   StatusUpdate,
 } from '../channels/channel.js';
-import { WINDOWED_CHANNELS } from '../channels/channel.js';
 import { Batcher } from '../db/batcher.js';
-import { templatesBypassWindow } from './window.js';
+import { CUSTOMER_WINDOW_MS, outsideWindow, windowed } from './window.js';
 import { addressOn } from '../contacts/identities.js';
 import type { Clock } from '../clock.js';
 import { checkPhone, type ContactsService } from '../contacts/contacts.service.js';
@@ -33,7 +32,7 @@ import { SEND_LEASE_MS, type QueuedSend, type SendPipeline } from './send-pipeli
 import { toMessage } from './messages.present.js';
 import type { Message, SendMessageBody } from './messages.schema.js';
 
-export const CUSTOMER_WINDOW_MS = 24 * 60 * 60 * 1000;
+export { CUSTOMER_WINDOW_MS };
 
 /** How long the API waits for the provider's answer before answering `queued`. */
 export const SEND_WAIT_MS = 10_000;
@@ -73,7 +72,7 @@ export interface Recipient {
 interface SendRequest {
   scope: Scope;
   channel: Channel;
-  provider: ChannelProvider['name'];
+  provider: ChannelProvider;
   /** The connection the message is queued for (null: the sandbox); its job records it. */
   connectionId: string | null;
   contactId: string;
@@ -103,22 +102,6 @@ export function noIdentity(channel: Channel, contactId: string): AppError {
           `the contact has no ${channel} identity`,
         ];
   return new AppError('validation_error', why, 422, [{ field: 'contact_id', issue }]);
-}
-
-function outsideWindow(channel: Channel, templatesAllowed: boolean): AppError {
-  return templatesAllowed
-    ? new AppError(
-        'validation_error',
-        `outside the 24-hour customer service window on ${channel}: the contact has not written in the last 24 hours; send an approved template instead`,
-        422,
-        [{ field: 'type', issue: 'a template is required outside the 24-hour window' }],
-      )
-    : new AppError(
-        'validation_error',
-        `outside the 24-hour customer service window on ${channel}: the contact has not written in the last 24 hours, and ${channel} allows no message (templates included) until they write again`,
-        422,
-        [{ field: 'contact_id', issue: 'has not written in the last 24 hours' }],
-      );
 }
 
 /** The event of each status a delivery report moves a message to. */
@@ -232,7 +215,7 @@ export class MessagesService {
     const queued = await this.queueing.submit({
       scope,
       channel: body.channel,
-      provider: provider.name,
+      provider,
       connectionId,
       contactId: contact.id,
       type: body.type,
@@ -248,12 +231,9 @@ export class MessagesService {
     const send = this.queuedSend(scope.accountId, body.channel, job, 1, connectionId, [
       { row, channel: body.channel, contactId: contact.id, ...to },
     ]);
-    const attempt = (async () => {
-      const outcomes = await this.deps.pipeline.callProvider(send, provider);
-      const plan = this.deps.pipeline.plan(send, outcomes);
-      const changed = await this.deps.pipeline.record(plan);
-      return this.deps.pipeline.results(plan, changed).get(row.id)?.row ?? null;
-    })();
+    const attempt = this.deps.pipeline
+      .attempt(send, provider)
+      .then((results) => results.get(row.id)?.row ?? null);
     // The wait's timer is cleared as soon as the attempt settles: left to run its 10 s, each
     // send's timer and promise would outlive V8's young generation and pile up in old space.
     let wait: NodeJS.Timeout | undefined;
@@ -405,7 +385,7 @@ export class MessagesService {
       ]);
       sends.push({
         index,
-        send: { row, contactId, channel, anyContact: provider === 'sandbox', job: job! },
+        send: { row, contactId, channel, anyContact: provider.name === 'sandbox', job: job! },
       });
     }
     const found = new Map(
@@ -427,7 +407,7 @@ export class MessagesService {
       else if (address.conversationId === null)
         results[index] = {
           contactId,
-          error: outsideWindow(channel, templatesBypassWindow(requests[index]!.provider)),
+          error: outsideWindow(channel, requests[index]!.provider),
         };
       else
         results[index] = {
@@ -457,7 +437,7 @@ export class MessagesService {
       const key = [
         request.scope.accountId,
         request.channel,
-        request.provider,
+        request.provider.name,
         request.connectionId ?? '',
       ].join('\u0000');
       const group = groups.get(key) ?? [];
@@ -511,7 +491,7 @@ export class MessagesService {
        * an identity on the channel; and whether templates may pass the 24-hour window is the
        * provider's rule (Meta allows it on WhatsApp, not on Messenger or Instagram).
        */
-      provider: ChannelProvider['name'];
+      provider: ChannelProvider;
       /** The connection the messages are queued for (null: the sandbox), when known. */
       connectionId?: string | null;
       /** One send job for the whole batch (the default), or one per message. */
@@ -533,11 +513,10 @@ export class MessagesService {
       const address = addresses.get(contactId);
       const identity = address ? addressOn(batch.channel, address.phone, address.identity) : null;
       if (!address) refusals.set(contactId, new NotFound('contact', contactId));
-      else if (batch.provider !== 'sandbox' && identity === null)
+      else if (batch.provider.name !== 'sandbox' && identity === null)
         refusals.set(contactId, noIdentity(batch.channel, contactId));
       else to.set(contactId, { phone: address.phone, identity });
     }
-    const templatesAllowed = templatesBypassWindow(batch.provider);
     const messageOf = (r: Recipient) => r.message ?? batch.message;
     const isWindowed = (r: Recipient) => windowed(batch.channel, batch.provider, messageOf(r).type);
     const addressable = batch.recipients.filter((r) => to.has(r.contactId));
@@ -580,7 +559,7 @@ export class MessagesService {
       ) {
         results.push({
           contactId: recipient.contactId,
-          error: outsideWindow(batch.channel, templatesAllowed),
+          error: outsideWindow(batch.channel, batch.provider),
         });
         continue;
       }
@@ -1044,20 +1023,6 @@ interface TemplateRef {
   name: string;
   language: string;
   params: string[];
-}
-
-/**
- * Whether a send waits for the contact's 24-hour window: on a windowed channel, all but the
- * templates a provider lets through it (Meta does on WhatsApp, not on Messenger or Instagram).
- */
-function windowed(
-  channel: Channel,
-  provider: ChannelProvider['name'],
-  type: SendMessageBody['type'],
-): boolean {
-  return (
-    WINDOWED_CHANNELS.has(channel) && (type !== 'template' || !templatesBypassWindow(provider))
-  );
 }
 
 /**

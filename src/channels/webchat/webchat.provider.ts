@@ -8,6 +8,7 @@ import type { WebchatWakeups } from '../../webchat/webchat-wakeups.js';
  */
 export class WebchatProvider implements ChannelProvider {
   readonly name = 'webchat' as const;
+  readonly templatesBypassWindow = true;
 
   constructor(private readonly wakeups: WebchatWakeups) {}
 
