@@ -356,7 +356,7 @@ export class BroadcastsService {
         recipients,
         // A real provider cannot reach a contact without an identity on the channel: such a
         // recipient fails with the reason, as one outside the 24-hour window does.
-        provider: provider.name,
+        provider,
         connectionId,
       });
       await this.deps.broadcasts.addRecipients(

@@ -73,6 +73,15 @@ export interface ChannelProvider {
   /** The provider's name as connections show it ("sandbox", "whatsapp_cloud", …). */
   readonly name: 'sandbox' | ConnectionProvider;
   /**
+   * Whether an approved template may be sent outside the 24-hour customer service window, as
+   * the provider applies the window on its channels (DESIGN §4 "Sending"): WhatsApp Cloud API
+   * yes (that is what approved templates are for), the sandbox yes (it simulates WhatsApp's rule
+   * on every windowed channel), Messenger and Instagram no (Meta has no approved templates
+   * there: a template is sent as its rendered text and follows the window like any text).
+   * Webchat has no window at all, so the answer does not matter there.
+   */
+  readonly templatesBypassWindow: boolean;
+  /**
    * Hands one message to the provider. Never called inside a database transaction. Answers
    * with the outcome rather than throwing; anything thrown counts as a temporary failure.
    * `signal`, when given, aborts the call (a provider's own timeout bounds it otherwise).

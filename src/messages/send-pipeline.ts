@@ -107,7 +107,8 @@ export class SendPipeline {
 
   /**
    * One attempt at the send's messages, then its outcomes recorded and its job settled, in one
-   * transaction. Answers with each message's row as it now stands.
+   * transaction. Answers with each message's row as it now stands. The only way to a provider:
+   * its steps are private.
    */
   async attempt(send: QueuedSend, provider?: ChannelProvider): Promise<Map<string, SendResult>> {
     const outcomes = await this.callProvider(send, provider);
@@ -119,7 +120,7 @@ export class SendPipeline {
    * Records an attempt's answers and settles its job, grouped with the attempts recorded at the
    * same time; answers the plan's messages whose row changed.
    */
-  record(plan: RecordPlan): Promise<MessageRow[]> {
+  private record(plan: RecordPlan): Promise<MessageRow[]> {
     return this.recorder.submit(plan);
   }
 
@@ -129,7 +130,10 @@ export class SendPipeline {
    * that outlasts half its claim renews it before its next call; should the claim be lost
    * (another runner took the job), the calls stop and the rest is left to that runner.
    */
-  async callProvider(send: QueuedSend, given?: ChannelProvider): Promise<Map<string, SendOutcome>> {
+  private async callProvider(
+    send: QueuedSend,
+    given?: ChannelProvider,
+  ): Promise<Map<string, SendOutcome>> {
     const outcomes = new Map<string, SendOutcome>();
     const chosen = await this.choose(send, given);
     if ('outcome' in chosen) {
@@ -279,7 +283,7 @@ export class SendPipeline {
   }
 
   /** Each message of the plan's attempt with its row as it now stands (null: unchanged). */
-  results(plan: RecordPlan, changed: MessageRow[]): Map<string, SendResult> {
+  private results(plan: RecordPlan, changed: MessageRow[]): Map<string, SendResult> {
     const byId = new Map(changed.map((row) => [row.id, row]));
     const results = new Map<string, SendResult>();
     for (const [id, outcome] of plan.outcomes)

@@ -797,6 +797,7 @@ describe('SANDBOX_ENABLED=false', () => {
 describe('the provider resolver', () => {
   const sandbox: ChannelProvider = {
     name: 'sandbox',
+    templatesBypassWindow: true,
     send: () => Promise.resolve({ status: 'accepted', providerMessageId: 'x' }),
   };
   /** A provider that remembers what it was built from; `built` counts the builds. */
@@ -806,6 +807,7 @@ describe('the provider resolver', () => {
     return Object.assign(
       {
         name: 'whatsapp_cloud' as const,
+        templatesBypassWindow: true,
         send: () => Promise.resolve({ status: 'accepted' as const, providerMessageId: 'wamid' }),
       },
       { token: secrets.access_token, connectionId: row.id },
@@ -967,7 +969,11 @@ describe('the provider resolver', () => {
 
   it('lets a test override win over the connection and the sandbox', async () => {
     const cache = new ReadCache<ResolvedProvider>({ maxEntries: 100, ttlMs: 60_000 });
-    const fake: ChannelProvider = { name: 'whatsapp_cloud', send: (m, s) => sandbox.send(m, s) };
+    const fake: ChannelProvider = {
+      name: 'whatsapp_cloud',
+      templatesBypassWindow: true,
+      send: (m, s) => sandbox.send(m, s),
+    };
     const resolver = resolverOn({ cache, sandboxEnabled: false, overrides: { whatsapp: fake } });
     const acc = await newAccount(t);
     expect(await resolver.resolve(acc.accountId, 'whatsapp')).toBe(fake);

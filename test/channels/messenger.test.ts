@@ -7,7 +7,8 @@ import {
   PROFILE_RETRY_DELAYS_MS,
 } from '../../src/inbound/inbound.service.js';
 import { PageMessagingProvider } from '../../src/channels/meta-pages/page-messaging.provider.js';
-import { templatesBypassWindow } from '../../src/messages/window.js';
+import { SandboxProvider } from '../../src/channels/sandbox/sandbox.provider.js';
+import { WhatsAppCloudProvider } from '../../src/channels/whatsapp/whatsapp-cloud.provider.js';
 import { GraphClient } from '../../src/channels/meta/graph-client.js';
 import { newAccount, type TestAccount } from '../helpers.js';
 import { fromPerson, mid, pageEvent, pageWebhook, scopedId } from '../fake-graph/page-webhooks.js';
@@ -217,10 +218,22 @@ describe('Messenger provider: Send API requests (DESIGN §4 "Sending")', () => {
   });
 
   it('the window: templates bypass it on WhatsApp and the sandbox, not on Messenger or Instagram', () => {
-    expect(templatesBypassWindow('whatsapp_cloud')).toBe(true);
-    expect(templatesBypassWindow('sandbox')).toBe(true);
-    expect(templatesBypassWindow('messenger')).toBe(false);
-    expect(templatesBypassWindow('instagram')).toBe(false);
+    const page = (channel: 'messenger' | 'instagram') =>
+      new PageMessagingProvider({ graph: client, channel, pageId: 'p', pageAccessToken: 't' });
+    const whatsapp = new WhatsAppCloudProvider({
+      graph: client,
+      phoneNumberId: 'n',
+      accessToken: 't',
+    });
+    const sandbox = new SandboxProvider({
+      autoAdvance: false,
+      deliveredAfterMs: 0,
+      readAfterMs: 0,
+    });
+    expect(whatsapp.templatesBypassWindow).toBe(true);
+    expect(sandbox.templatesBypassWindow).toBe(true);
+    expect(page('messenger').templatesBypassWindow).toBe(false);
+    expect(page('instagram').templatesBypassWindow).toBe(false);
   });
 });
 

@@ -39,7 +39,10 @@ import {
 class RecordingProvider implements ChannelProvider {
   readonly sent: OutboundMessage[] = [];
   answer: SendOutcome = { status: 'accepted', providerMessageId: '' };
-  constructor(readonly name: 'messenger' | 'whatsapp_cloud') {}
+  constructor(readonly name: 'messenger' | 'whatsapp_cloud') {
+    this.templatesBypassWindow = name === 'whatsapp_cloud';
+  }
+  readonly templatesBypassWindow: boolean;
   send(message: OutboundMessage): Promise<SendOutcome> {
     this.sent.push(message);
     return Promise.resolve(

@@ -19,6 +19,7 @@ let real: TestApp;
 const sentOnMessenger: OutboundMessage[] = [];
 const messenger: ChannelProvider = {
   name: 'messenger',
+  templatesBypassWindow: false,
   send: (m) => {
     sentOnMessenger.push(m);
     return Promise.resolve({ status: 'accepted', providerMessageId: `mid.${m.messageId}` });

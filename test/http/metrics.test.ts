@@ -218,6 +218,7 @@ describe('with the database unreachable', () => {
 describe('provider errors', () => {
   const failing: ChannelProvider = {
     name: 'webchat',
+    templatesBypassWindow: true,
     send: () => Promise.resolve({ status: 'failed', reason: '(#131026) Message undeliverable' }),
   };
   let t: TestApp;

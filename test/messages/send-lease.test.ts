@@ -21,6 +21,7 @@ const COUNT = 300;
 const calls: OutboundMessage[] = [];
 const slow: ChannelProvider = {
   name: 'sandbox',
+  templatesBypassWindow: true,
   send: async (m) => {
     const n = calls.push(m) - 1;
     const delay = n < CONCURRENCY ? Math.round((CALL_MS * (n + 1)) / CONCURRENCY) : CALL_MS;
@@ -46,7 +47,7 @@ it('a batch slower than its claim renews it: no second runner picks the job up m
       message: { type: 'text', content: 'hello', template: null, mediaUrl: null },
       broadcastId: null,
       recipients: contacts.map((c) => ({ contactId: c.id })),
-      provider: 'sandbox',
+      provider: slow,
     }),
   );
   expect(queued.job).not.toBeNull();

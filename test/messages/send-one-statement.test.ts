@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JobQueue } from '../../src/jobs/job-queue.js';
 import { newId } from '../../src/ids.js';
-import { MessagesRepository, type AtOnceSend } from '../../src/messages/messages.repository.js';
+import { QueueRepository, type QueueSend } from '../../src/messages/sending/queue.repository.js';
 import type { Channel } from '../../src/db/schema.js';
 import { createPrivateDatabase, newAccount, startTestApp, type TestApp } from '../helpers.js';
 import { createContact, receive, sendJobsOf, withMessageRefused } from '../inbox-helpers.js';
@@ -9,7 +9,7 @@ import { slowProvider } from './slow-provider.js';
 
 // API sends without an Idempotency-Key, all needing the 24-hour window or none (templates on
 // WhatsApp, anything on webchat), are queued in one statement without a transaction
-// (MessagesRepository.queueAtOnce). These tests hold it to the rules the
+// (QueueRepository.queue). These tests hold it to the rules the
 // transaction path keeps: who can be reached, one conversation per contact and channel, a
 // message and its send job written together or not at all, one request's failure its own.
 
@@ -27,7 +27,7 @@ afterAll(async () => {
   await drop();
 });
 
-describe('MessagesRepository.queueAtOnce', () => {
+describe('QueueRepository.queue', () => {
   const now = new Date('2026-11-24T12:00:00.000Z');
   const lease = new Date(now.getTime() + 60_000);
 
@@ -37,7 +37,7 @@ describe('MessagesRepository.queueAtOnce', () => {
     channel: Channel,
     anyContact: boolean,
     content: string,
-  ): AtOnceSend {
+  ): Omit<QueueSend, 'windowed'> & Pick<Required<QueueSend>, 'job'> {
     const id = newId('msg');
     const [job] = new JobQueue({ now: () => now }).rowsOf([
       {
@@ -106,7 +106,12 @@ describe('MessagesRepository.queueAtOnce', () => {
       sendTo(acc.accountId, 'con_missing', 'whatsapp', true, 'nobody'),
       sendTo(acc.accountId, foreign.id, 'whatsapp', true, 'not yours'),
     ];
-    const found = await new MessagesRepository(t.db).queueAtOnce(t.db, sends, now, null);
+    const found = await new QueueRepository().queue(
+      t.db,
+      sends.map((s) => ({ ...s, windowed: false })),
+      now,
+      { windowStart: now },
+    );
 
     const byKey = new Map(found.map((a) => [`${a.contactId} ${a.channel}`, a]));
     expect(found).toHaveLength(4);
@@ -207,7 +212,12 @@ describe('MessagesRepository.queueAtOnce', () => {
       sendTo(acc.accountId, wroteLongAgo.id, 'whatsapp', false, 'too late'),
       sendTo(acc.accountId, neverWrote.id, 'whatsapp', false, 'never'),
     ];
-    const found = await new MessagesRepository(t.db).queueAtOnce(t.db, sends, now, windowStart);
+    const found = await new QueueRepository().queue(
+      t.db,
+      sends.map((s) => ({ ...s, windowed: true })),
+      now,
+      { windowStart },
+    );
 
     const byContact = new Map(found.map((a) => [a.contactId, a]));
     expect(found).toHaveLength(3);

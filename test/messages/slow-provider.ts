@@ -13,6 +13,7 @@ export function slowProvider(
   const calls: OutboundMessage[] = [];
   const provider: ChannelProvider = {
     name: 'sandbox',
+    templatesBypassWindow: true,
     send: async (m) => {
       calls.push(m);
       await new Promise((r) => setTimeout(r, delayMs));

@@ -37,6 +37,8 @@ interface SendAnswer {
  */
 export class PageMessagingProvider implements ChannelProvider {
   readonly name: PageChannel;
+  /** Meta has no approved templates on Messenger or Instagram: they follow the window. */
+  readonly templatesBypassWindow = false;
 
   constructor(private readonly opts: PageMessagingOptions) {
     this.name = opts.channel;

@@ -22,6 +22,7 @@ export const SANDBOX_FAILING_SUFFIX = '0000';
  */
 export class SandboxProvider implements ChannelProvider {
   readonly name = 'sandbox';
+  readonly templatesBypassWindow = true;
 
   constructor(private readonly options: SandboxOptions) {}
 

@@ -12,6 +12,7 @@ export interface VisitorWakeups {
  */
 export class WebchatProvider implements ChannelProvider {
   readonly name = 'webchat' as const;
+  readonly templatesBypassWindow = true;
 
   constructor(private readonly wakeups: VisitorWakeups) {}
 

@@ -24,6 +24,7 @@ interface SendAnswer {
 /** Sends through the WhatsApp Cloud API of one connected phone number. */
 export class WhatsAppCloudProvider implements ChannelProvider {
   readonly name = 'whatsapp_cloud';
+  readonly templatesBypassWindow = true;
 
   constructor(private readonly opts: WhatsAppCloudOptions) {}
 

@@ -1,0 +1,237 @@
+import type { ChannelProvider, OutboundMessage, ProviderResolver } from '../../channels/channel.js';
+import type { ContactsService } from '../../contacts/contacts.service.js';
+import { Batcher } from '../../db/batcher.js';
+import type { Tx } from '../../db/database.js';
+import type { Channel } from '../../db/schema.js';
+import type { Scope } from '../../db/transactor.js';
+import { ValidationError } from '../../errors.js';
+import type { FetchedMedia, MediaFetcher } from '../media.js';
+import type { MessageObserver } from '../message-observer.js';
+import { toMessage } from '../messages.present.js';
+import type { MessageRow, QueuedMessage } from '../messages.repository.js';
+import type { Message, SendMessageBody } from '../messages.schema.js';
+import type { QueuedSend, SendPipeline } from '../send-pipeline.js';
+import {
+  noIdentity,
+  reachesAnyContact,
+  type MessageQueue,
+  type QueueResult,
+  type SendRequest,
+} from './queue.js';
+
+/** How long the API waits for the provider's answer before answering `queued`. */
+export const SEND_WAIT_MS = 10_000;
+
+/** API sends queued per statement; more wait for the next. */
+const QUEUE_GROUP_MAX = 200;
+
+/**
+ * Sending: an API send queued and handed to its provider, and queued messages handed on (a
+ * send job's, a broadcast batch's). The provider is only ever reached through the SendPipeline.
+ */
+export class SendService {
+  /**
+   * API sends queued in groups across concurrent requests (group commit): each statement
+   * queues the sends that arrived meanwhile, so that a send costs a share of one statement's
+   * round trip. (The provider's answers are recorded in groups too, by the pipeline.) A group
+   * that fails is run again one send at a time, so one request's failure is its own.
+   */
+  private readonly queueing = new Batcher<SendRequest, QueueResult>(
+    (requests) => this.deps.queue.queueSends(requests),
+    { maxBatch: QUEUE_GROUP_MAX, maxConcurrent: 2 },
+  );
+
+  constructor(
+    private readonly deps: {
+      queue: MessageQueue;
+      contacts: ContactsService;
+      providers: ProviderResolver;
+      pipeline: SendPipeline;
+      observer: MessageObserver;
+      /** How long an API send waits for the provider's answer (SEND_WAIT_MS by default). */
+      sendWaitMs?: number;
+      fetchMedia: MediaFetcher;
+      log?: { error(obj: object, msg: string): void };
+    },
+  ) {}
+
+  /**
+   * Records the message `queued` with its send job, then (after the commit) hands it to the
+   * provider and answers with what the provider said within SEND_WAIT_MS: `sent`, `failed`, or
+   * still `queued` (the job tries again).
+   */
+  async send(scope: Scope, body: SendMessageBody): Promise<Message> {
+    checkFields(body);
+    const contact = await this.deps.contacts.get(scope, body.contact_id);
+    // Decided before anything is written: an unconnected channel is a 422 with nothing stored,
+    // and so is a contact the channel's real provider has no way to address.
+    const { provider, connectionId } = await this.deps.providers.resolveWithConnection(
+      scope.accountId,
+      body.channel,
+    );
+    if (!reachesAnyContact(provider) && !contact.identities.some((i) => i.channel === body.channel))
+      throw noIdentity(body.channel, contact.id);
+    let media: FetchedMedia | null = null;
+    if (body.type === 'image' || body.type === 'document') {
+      // Fetched before the transaction: a slow media host must not hold a database lock.
+      media = await this.deps.fetchMedia(body.media_url!, body.type, scope.accountId);
+    }
+    const queued = await this.queueing.submit({
+      scope,
+      channel: body.channel,
+      provider,
+      connectionId,
+      contactId: contact.id,
+      type: body.type,
+      content: body.content ?? null,
+      template:
+        body.type === 'template'
+          ? { name: body.template_name!, params: body.template_params ?? [] }
+          : null,
+      mediaUrl: media?.url ?? null,
+    });
+    if (queued.error) throw queued.error;
+    const { row, to, job } = queued as Required<Pick<QueueResult, 'row' | 'to' | 'job'>>;
+    const send = this.queuedSend(scope.accountId, body.channel, job, 1, connectionId, [
+      { row, channel: body.channel, contactId: contact.id, ...to },
+    ]);
+    const attempt = this.deps.pipeline
+      .attempt(send, provider)
+      .then((results) => results.get(row.id)?.row ?? null);
+    // The wait's timer is cleared as soon as the attempt settles: left to run its 10 s, each
+    // send's timer and promise would outlive V8's young generation and pile up in old space.
+    let wait: NodeJS.Timeout | undefined;
+    const answered = await Promise.race([
+      attempt,
+      new Promise<null>((resolve) => {
+        wait = setTimeout(() => resolve(null), this.deps.sendWaitMs ?? SEND_WAIT_MS).unref();
+      }),
+    ])
+      .catch((err: unknown) => {
+        // Recorded and queued: the job sends it when its lease ends.
+        this.deps.log?.error({ err, message: row.id }, 'recording a send attempt failed');
+        return null;
+      })
+      .finally(() => clearTimeout(wait));
+    return toMessage(answered ?? row);
+  }
+
+  /**
+   * Hands queued messages to the provider and records what it said (see SendPipeline); answers
+   * with each message's row as it now stands (absent: unchanged, still queued).
+   */
+  async dispatch(
+    accountId: string,
+    channel: Channel,
+    job: { id: string; lease: Date },
+    queued: QueuedMessage[],
+    provider?: ChannelProvider,
+    attempt = 1,
+    /** The connection the messages were queued for (null: the sandbox), when known. */
+    connectionId?: string | null,
+  ): Promise<Map<string, MessageRow>> {
+    const results = await this.deps.pipeline.attempt(
+      this.queuedSend(accountId, channel, job, attempt, connectionId, queued),
+      provider,
+    );
+    const rows = new Map<string, MessageRow>();
+    for (const [id, r] of results) if (r.row) rows.set(id, r.row);
+    return rows;
+  }
+
+  /**
+   * Fails what a dead send job still held queued (it could not even be recorded for 24 hours'
+   * worth of attempts), with `message.failed` for each; in the transaction that buries the job.
+   */
+  async failQueued(trx: Tx, accountId: string, ids: string[], reason: string): Promise<void> {
+    await this.deps.pipeline.recordFailures(trx, accountId, ids, `sending stopped: ${reason}`);
+  }
+
+  /** A send of queued messages, as the pipeline takes it. */
+  private queuedSend(
+    accountId: string,
+    channel: Channel,
+    job: { id: string; lease: Date },
+    attempt: number,
+    connectionId: string | null | undefined,
+    queued: QueuedMessage[],
+  ): QueuedSend {
+    return {
+      accountId,
+      channel,
+      jobId: job.id,
+      // The caller's claim itself: a renewal by the pipeline moves it for the caller too (a job
+      // runner settles the job only while locked_until equals it).
+      get lease() {
+        return job.lease;
+      },
+      set lease(until: Date) {
+        job.lease = until;
+      },
+      attempt,
+      connectionId,
+      messages: queued.map((q) => toOutbound(accountId, q)),
+      observed: queued.some((q) => this.deps.observer.observes(q.row)),
+    };
+  }
+}
+
+/** What may accompany each message type: a field outside its type is a mistake worth reporting. */
+function checkFields(body: SendMessageBody): void {
+  const require = (field: keyof SendMessageBody) => {
+    if (body[field] === undefined)
+      throw new ValidationError(field, `is required when type is ${body.type}`);
+  };
+  const forbid = (field: keyof SendMessageBody) => {
+    if (body[field] !== undefined)
+      throw new ValidationError(field, `is not allowed when type is ${body.type}`);
+  };
+  switch (body.type) {
+    case 'text':
+      require('content');
+      forbid('template_name');
+      forbid('template_params');
+      forbid('media_url');
+      break;
+    case 'template':
+      require('template_name');
+      forbid('content');
+      forbid('media_url');
+      break;
+    case 'image':
+    case 'document':
+      require('media_url');
+      forbid('template_name');
+      forbid('template_params');
+      break;
+  }
+}
+
+/** What the provider is given for a queued message. */
+function toOutbound(accountId: string, q: QueuedMessage): OutboundMessage {
+  const { row } = q;
+  const params = row.template_params;
+  return {
+    accountId,
+    messageId: row.id,
+    channel: q.channel,
+    to: { contactId: q.contactId, phone: q.phone, identity: q.identity },
+    type: row.type,
+    content: row.content,
+    template:
+      row.type === 'template' && row.template_name
+        ? { name: row.template_name, language: row.template_language ?? 'en', params: params ?? [] }
+        : null,
+    media: row.media_url ? { url: row.media_url, filename: filenameOf(row.media_url) } : null,
+  };
+}
+
+/** The last path segment of a URL, as a document's file name; null when there is none. */
+function filenameOf(url: string): string | null {
+  try {
+    const last = new URL(url).pathname.split('/').pop();
+    return last ? decodeURIComponent(last).slice(0, 240) || null : null;
+  } catch {
+    return null;
+  }
+}
