@@ -78,6 +78,8 @@ export class MessagesRepository {
    * Records provider answers on messages still `queued` (a message a report already moved on
    * keeps its status, but learns its provider id), and deletes the send jobs they finish, in
    * one statement (atomic on its own, for a caller without a transaction); returns what changed.
+   * `after` are jobs about one message each (the sandbox's simulated reports), written in the
+   * same statement only for the messages this moves on from `queued`.
    */
   async recordOutcomes(
     trx: Tx | Db,
@@ -85,6 +87,7 @@ export class MessagesRepository {
     records: OutboundRecord[],
     now: Date,
     finished: HeldJob[] = [],
+    after: { messageId: string; job: Insertable<JobsTable> }[] = [],
   ): Promise<{ row: MessageRow; from: MessageStatus }[]> {
     if (records.length === 0) {
       if (finished.length > 0) await deleteHeldJobs(finished).execute(trx);
@@ -100,12 +103,7 @@ export class MessagesRepository {
           sql`(${accountId}, ${r.id}, ${r.status}, ${r.status === 'sent' ? r.providerMessageId : null}, ${r.status === 'failed' ? r.reason.slice(0, 2000) : null})`,
       ),
     );
-    const result = await sql<MessageRow & { from_status: MessageStatus }>`
-      WITH v (account_id, id, status, provider_message_id, failure_reason) AS (VALUES ${values}),
-      old AS (
-        SELECT m.id, m.status FROM messages m JOIN v ON m.account_id = v.account_id AND m.id = v.id
-        FOR UPDATE OF m
-      )${finished.length > 0 ? sql`, finished AS (${deleteHeldJobs(finished)})` : sql``}
+    const update = sql`
       UPDATE messages m SET
         status = CASE WHEN old.status = 'queued' THEN v.status ELSE m.status END,
         failure_reason = CASE WHEN old.status = 'queued' THEN v.failure_reason ELSE m.failure_reason END,
@@ -114,7 +112,19 @@ export class MessagesRepository {
       FROM v JOIN old ON old.id = v.id
       WHERE m.account_id = v.account_id AND m.id = v.id
         AND (old.status = 'queued' OR (m.provider_message_id IS NULL AND v.provider_message_id IS NOT NULL))
-      RETURNING m.*, old.status AS from_status`.execute(trx);
+      RETURNING m.*, old.status AS from_status`;
+    const result = await sql<MessageRow & { from_status: MessageStatus }>`
+      WITH v (account_id, id, status, provider_message_id, failure_reason) AS (VALUES ${values}),
+      old AS (
+        SELECT m.id, m.status FROM messages m JOIN v ON m.account_id = v.account_id AND m.id = v.id
+        FOR UPDATE OF m
+      )${finished.length > 0 ? sql`, finished AS (${deleteHeldJobs(finished)})` : sql``}
+      ${
+        after.length === 0
+          ? update
+          : sql`, changed AS (${update}), after AS (${insertJobsAfter(after)})
+      SELECT * FROM changed`
+      }`.execute(trx);
     return result.rows
       .filter((r) => r.from_status === 'queued')
       .map(({ from_status, ...row }) => ({ row: row, from: from_status }));
@@ -206,4 +216,24 @@ export class MessagesRepository {
       .orderBy('id')
       .execute();
   }
+}
+
+/**
+ * The INSERT of jobs about one message each, for those of `recordOutcomes`' messages that moved
+ * on from `queued` (its `changed`): the last part of its statement.
+ */
+function insertJobsAfter(after: { messageId: string; job: Insertable<JobsTable> }[]) {
+  const col = <T>(pick: (j: Insertable<JobsTable>) => T) => after.map((a) => pick(a.job));
+  return sql`
+    INSERT INTO jobs (account_id, id, kind, payload, run_at, created_at, locked_until, attempts)
+    SELECT j.account_id, j.id, j.kind, j.payload, j.run_at, j.created_at, j.locked_until, j.attempts
+    FROM unnest(${after.map((a) => a.messageId)}::text[], ${col((j) => j.account_id)}::text[],
+                ${col((j) => j.id)}::text[], ${col((j) => j.kind)}::text[],
+                ${col((j) => j.payload)}::jsonb[], ${col((j) => j.run_at)}::timestamptz[],
+                ${col((j) => j.created_at)}::timestamptz[],
+                ${col((j) => j.locked_until ?? null)}::timestamptz[],
+                ${col((j) => j.attempts ?? 0)}::int[])
+      AS j(message_id, account_id, id, kind, payload, run_at, created_at, locked_until, attempts)
+    JOIN changed c ON c.account_id = j.account_id AND c.id = j.message_id
+    WHERE c.from_status = 'queued'`;
 }

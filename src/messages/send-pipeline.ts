@@ -10,7 +10,7 @@ import { Batcher } from '../db/batcher.js';
 import type { Db, Tx } from '../db/database.js';
 import type { Channel } from '../db/schema.js';
 import type { Outbox } from '../events/outbox.js';
-import type { HeldJob, JobQueue } from '../jobs/job-queue.js';
+import type { HeldJob, JobQueue, NewJob } from '../jobs/job-queue.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { toMessage } from './messages.present.js';
 import type { MessageRow, MessagesRepository, OutboundRecord } from './messages.repository.js';
@@ -294,10 +294,11 @@ export class SendPipeline {
   /**
    * Records the answers of many attempts (concurrent API sends) together: per account, one
    * statement that updates the messages and deletes the finished jobs. When that is all there
-   * is to write (messages accepted, their jobs done, nothing for the observer or the sandbox's
-   * reports), each such statement is atomic on its own and no transaction is opened (its BEGIN
-   * and COMMIT would be two more round trips); else all is recorded in one transaction. Should
-   * the group fail, the Batcher records each attempt alone, so that one cannot fail another.
+   * is to write (messages accepted, their jobs done, nothing for the observer; the sandbox's
+   * simulated reports are queued by the same statement), each such statement is atomic on its
+   * own and no transaction is opened (its BEGIN and COMMIT would be two more round trips, and
+   * the reports' INSERT a third); else all is recorded in one transaction. Should the group
+   * fail, the Batcher records each attempt alone, so that one cannot fail another.
    */
   private async recordMany(plans: RecordPlan[]): Promise<MessageRow[][]> {
     // One account's plans only: statements of two accounts without a transaction could leave the
@@ -308,14 +309,25 @@ export class SendPipeline {
     return this.deps.db.transaction().execute((trx) => this.recordIn(trx, plans));
   }
 
-  /** `recordMany` for one account's plans that are `onlyAccepted`: one statement, no transaction. */
+  /**
+   * `recordMany` for one account's plans that are `onlyAccepted`: one statement, no transaction,
+   * which also queues the simulated reports of the messages it moves on (as `afterChange` does).
+   */
   private async recordAccepted(plans: RecordPlan[]): Promise<MessageRow[][]> {
+    const accountId = plans[0]!.send.accountId;
+    const reports: { messageId: string; report: NewJob }[] = [];
+    for (const p of plans)
+      for (const [id, outcome] of p.outcomes)
+        for (const report of simulatedReports(accountId, id, outcome))
+          reports.push({ messageId: id, report });
+    const jobs = this.deps.jobs.rowsOf(reports.map((r) => r.report));
     const changed = await this.deps.messages.recordOutcomes(
       this.deps.db,
-      plans[0]!.send.accountId,
+      accountId,
       plans.flatMap((p) => p.records),
       this.deps.clock.now(),
       plans.map(heldJob),
+      reports.map((r, i) => ({ messageId: r.messageId, job: jobs[i]! })),
     );
     return changedRows(plans, new Map(changed.map((c) => [c.row.id, c.row])));
   }
@@ -374,27 +386,13 @@ export class SendPipeline {
     changed: { row: MessageRow; from: MessageRow['status'] }[],
     outcomes: Map<string, SendOutcome>,
   ): Promise<void> {
-    const reports = [];
+    const reports: NewJob[] = [];
     for (const { row } of changed) {
       if (row.status === 'failed') {
         await this.deps.outbox.record(trx, accountId, 'message.failed', toMessage(row));
       }
       const outcome = outcomes.get(row.id);
-      if (outcome?.status === 'accepted' && outcome.simulatedReports) {
-        for (const r of outcome.simulatedReports) {
-          reports.push({
-            accountId,
-            kind: 'sandbox.status' as const,
-            payload: {
-              v: 1 as const,
-              message_id: row.id,
-              status: r.status,
-              ...(r.reason ? { reason: r.reason } : {}),
-            },
-            delayMs: r.afterMs,
-          });
-        }
-      }
+      if (outcome) reports.push(...simulatedReports(accountId, row.id, outcome));
     }
     await this.deps.jobs.enqueueMany(trx, reports);
     if (changed.length > 0) await this.deps.observer.outboundChanged(trx, accountId, changed);
@@ -402,19 +400,33 @@ export class SendPipeline {
 }
 
 /**
- * Whether recording the plan writes only its messages' new status and its job's end: every
- * message accepted (no `message.failed` event), the job done, no simulated reports to queue,
- * and nothing the observer hears of.
+ * Whether recording the plan writes only its messages' new status, its job's end and the
+ * sandbox's simulated reports: every message accepted (no `message.failed` event), the job
+ * done, and nothing the observer hears of.
  */
 function onlyAccepted(plan: RecordPlan): boolean {
   return (
     plan.retry === null &&
     !plan.send.observed &&
     plan.records.every((r) => r.status === 'sent') &&
-    [...plan.outcomes.values()].every(
-      (o) => o.status === 'accepted' && (o.simulatedReports ?? []).length === 0,
-    )
+    [...plan.outcomes.values()].every((o) => o.status === 'accepted')
   );
+}
+
+/** The sandbox's simulated reports on an accepted message, as the jobs that apply them. */
+function simulatedReports(accountId: string, messageId: string, outcome: SendOutcome): NewJob[] {
+  if (outcome.status !== 'accepted' || !outcome.simulatedReports) return [];
+  return outcome.simulatedReports.map((r) => ({
+    accountId,
+    kind: 'sandbox.status' as const,
+    payload: {
+      v: 1 as const,
+      message_id: messageId,
+      status: r.status,
+      ...(r.reason ? { reason: r.reason } : {}),
+    },
+    delayMs: r.afterMs,
+  }));
 }
 
 function disconnected(channel: Channel): string {
