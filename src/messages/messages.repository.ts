@@ -1,6 +1,6 @@
-import { sql, type Selectable } from 'kysely';
+import { sql, type Insertable, type Selectable } from 'kysely';
 import type { Db, Tx } from '../db/database.js';
-import type { Channel, MessageStatus, MessagesTable } from '../db/schema.js';
+import type { Channel, JobsTable, MessageStatus, MessagesTable } from '../db/schema.js';
 import { addressOn } from '../contacts/identities.js';
 import { deleteHeldJobs, type HeldJob } from '../jobs/job-queue.js';
 
