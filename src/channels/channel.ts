@@ -82,6 +82,12 @@ export interface ChannelProvider {
    */
   readonly templatesBypassWindow: boolean;
   /**
+   * True when the provider reaches any contact, with or without an address on the channel (the
+   * sandbox, which simulates every contact); a real provider (absent or false) reaches only a
+   * contact with an identity there.
+   */
+  readonly reachesAnyContact?: boolean;
+  /**
    * Hands one message to the provider. Never called inside a database transaction. Answers
    * with the outcome rather than throwing; anything thrown counts as a temporary failure.
    * `signal`, when given, aborts the call (a provider's own timeout bounds it otherwise).

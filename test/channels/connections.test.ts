@@ -798,6 +798,7 @@ describe('the provider resolver', () => {
   const sandbox: ChannelProvider = {
     name: 'sandbox',
     templatesBypassWindow: true,
+    reachesAnyContact: true,
     send: () => Promise.resolve({ status: 'accepted', providerMessageId: 'x' }),
   };
   /** A provider that remembers what it was built from; `built` counts the builds. */

@@ -22,6 +22,7 @@ const calls: OutboundMessage[] = [];
 const slow: ChannelProvider = {
   name: 'sandbox',
   templatesBypassWindow: true,
+  reachesAnyContact: true,
   send: async (m) => {
     const n = calls.push(m) - 1;
     const delay = n < CONCURRENCY ? Math.round((CALL_MS * (n + 1)) / CONCURRENCY) : CALL_MS;

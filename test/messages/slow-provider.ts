@@ -14,6 +14,7 @@ export function slowProvider(
   const provider: ChannelProvider = {
     name: 'sandbox',
     templatesBypassWindow: true,
+    reachesAnyContact: true,
     send: async (m) => {
       calls.push(m);
       await new Promise((r) => setTimeout(r, delayMs));

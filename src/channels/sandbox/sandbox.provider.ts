@@ -23,6 +23,7 @@ export const SANDBOX_FAILING_SUFFIX = '0000';
 export class SandboxProvider implements ChannelProvider {
   readonly name = 'sandbox';
   readonly templatesBypassWindow = true;
+  readonly reachesAnyContact = true;
 
   constructor(private readonly options: SandboxOptions) {}
 

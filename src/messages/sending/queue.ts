@@ -72,7 +72,7 @@ export interface SendRequest {
  * the channel: the sandbox addresses every contact.
  */
 export function reachesAnyContact(provider: ChannelProvider): boolean {
-  return provider.name === 'sandbox';
+  return provider.reachesAnyContact === true;
 }
 
 /**
