@@ -5,8 +5,10 @@ import { NotFound } from '../errors.js';
 import type { Outbox } from '../events/outbox.js';
 import { newId } from '../ids.js';
 import { checkExternalId, checkPhone, toContact } from './contact.js';
-import type { ContactRow, ContactsRepository, MessagingAddress } from './contacts.repository.js';
+import type { ContactRow } from './contact-columns.js';
+import type { ContactsRepository, MessagingAddress } from './contacts.repository.js';
 import type { Contact } from './contacts.schema.js';
+import type { ContactIdentitiesRepository } from './identities.repository.js';
 import { isIdentityChannel } from './identities.js';
 
 /** How often a lookup retries when the contact it found was merged away or deleted meanwhile. */
@@ -18,7 +20,12 @@ const LOOKUP_ATTEMPTS = 5;
  */
 export class ContactLookups {
   constructor(
-    private readonly deps: { contacts: ContactsRepository; outbox: Outbox; clock: Clock },
+    private readonly deps: {
+      contacts: ContactsRepository;
+      identities: ContactIdentitiesRepository;
+      outbox: Outbox;
+      clock: Clock;
+    },
   ) {}
 
   /**
@@ -102,10 +109,10 @@ export class ContactLookups {
     }
     checkExternalId(externalId);
     for (let attempt = 0; attempt < LOOKUP_ATTEMPTS; attempt++) {
-      const found = await this.deps.contacts.lockByIdentity(trx, accountId, channel, externalId);
+      const found = await this.deps.identities.lockByIdentity(trx, accountId, channel, externalId);
       if (found) return toContact(found);
       const row = this.newRow(accountId, null, name);
-      if (await this.deps.contacts.insertWithIdentity(trx, row, channel, externalId)) {
+      if (await this.deps.identities.insertWithIdentity(trx, row, channel, externalId)) {
         const contact = toContact(row, [{ channel, id: externalId }]);
         await this.deps.outbox.record(trx, accountId, 'contact.created', contact);
         return contact;

@@ -1,6 +1,6 @@
 import type { ReadCache } from '../db/read-cache.js';
 import { ValidationError } from '../errors.js';
-import type { ContactRecord, ContactRow, StoredIdentity } from './contacts.repository.js';
+import type { ContactRecord, ContactRow, StoredIdentity } from './contact-columns.js';
 import type { Contact } from './contacts.schema.js';
 import { presentIdentities } from './identities.js';
 import { isValidE164 } from './phone.js';

@@ -18,17 +18,18 @@ import {
   toContact,
 } from './contact.js';
 import { ContactLookups } from './contact-lookups.js';
+import type { ContactRecord, ContactRow } from './contact-columns.js';
 import type {
   ContactChanges,
   ContactFilter,
-  ContactRecord,
-  ContactRow,
   ContactsRepository,
   MessagingAddress,
 } from './contacts.repository.js';
 import type { Contact, CreateContactBody, Tag, UpdateContactBody } from './contacts.schema.js';
 import { isIdentityChannel } from './identities.js';
+import type { ContactIdentitiesRepository } from './identities.repository.js';
 import { ContactMerge } from './merge.js';
+import type { ContactMergeRepository } from './merge.repository.js';
 
 export { checkPhone, normaliseTags, toContact } from './contact.js';
 
@@ -42,6 +43,8 @@ export class ContactsService {
     private readonly deps: {
       tx: Transactor;
       contacts: ContactsRepository;
+      identities: ContactIdentitiesRepository;
+      merges: ContactMergeRepository;
       outbox: Outbox;
       clock: Clock;
       /**
@@ -158,8 +161,8 @@ export class ContactsService {
     let contactId: string | undefined;
     try {
       await this.deps.tx.run(scope, async (trx) => {
-        if (await this.deps.contacts.lockByIdentity(trx, scope.accountId, channel, to)) return;
-        contactId = await this.deps.contacts.renameIdentity(
+        if (await this.deps.identities.lockByIdentity(trx, scope.accountId, channel, to)) return;
+        contactId = await this.deps.identities.renameIdentity(
           trx,
           scope.accountId,
           channel,
@@ -188,7 +191,7 @@ export class ContactsService {
   ): Promise<Contact | undefined> {
     if (!isIdentityChannel(channel) || externalId.length < 1 || externalId.length > 256)
       return undefined;
-    const row = await this.deps.contacts.findByIdentity(scope.accountId, channel, externalId);
+    const row = await this.deps.identities.findByIdentity(scope.accountId, channel, externalId);
     return row && toContact(row);
   }
 
@@ -230,7 +233,7 @@ export class ContactsService {
     const held: { id?: string } = {};
     try {
       return await this.deps.tx.run(scope, async (trx) => {
-        const contact = await this.deps.contacts.lockByIdentity(
+        const contact = await this.deps.identities.lockByIdentity(
           trx,
           scope.accountId,
           channel,

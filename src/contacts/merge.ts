@@ -5,8 +5,11 @@ import type { IdentityChannel } from '../db/schema.js';
 import type { Scope, Transactor } from '../db/transactor.js';
 import { Conflict, NotFound, ValidationError } from '../errors.js';
 import { changing, MAX_TAGS, toContact } from './contact.js';
-import type { ContactRecord, ContactsRepository, StoredIdentity } from './contacts.repository.js';
+import type { ContactRecord, StoredIdentity } from './contact-columns.js';
+import type { ContactsRepository } from './contacts.repository.js';
 import type { Contact } from './contacts.schema.js';
+import type { ContactIdentitiesRepository } from './identities.repository.js';
+import type { ContactMergeRepository } from './merge.repository.js';
 
 /**
  * Two contacts that are one person folded into one: `POST /v1/contacts/{id}/merge`, and an
@@ -17,6 +20,8 @@ export class ContactMerge {
     private readonly deps: {
       tx: Transactor;
       contacts: ContactsRepository;
+      identities: ContactIdentitiesRepository;
+      merges: ContactMergeRepository;
       clock: Clock;
       /** The contacts cached as presented (see ContactsService); both contacts' copies go. */
       cache: ReadCache<Contact>;
@@ -38,7 +43,7 @@ export class ContactMerge {
       throw new ValidationError('contact_id', 'must be another contact than the one merged into');
     return changing(this.deps.cache, scope.accountId, [id, otherId], () =>
       this.deps.tx.run(scope, async (trx) => {
-        const locked = await this.deps.contacts.lockForMerge(trx, scope.accountId, [id, otherId]);
+        const locked = await this.deps.merges.lockForMerge(trx, scope.accountId, [id, otherId]);
         const into = locked.get(id);
         if (!into) throw new NotFound('contact', id);
         const other = locked.get(otherId);
@@ -63,20 +68,20 @@ export class ContactMerge {
     anonymousId: string,
     intoId: string,
   ): Promise<boolean> {
-    const holder = await this.deps.contacts.findByIdentity(scope.accountId, channel, anonymousId);
+    const holder = await this.deps.identities.findByIdentity(scope.accountId, channel, anonymousId);
     if (!holder || holder.id === intoId) return false;
     const { accountId } = scope;
     try {
       await changing(this.deps.cache, accountId, [intoId, holder.id], () =>
         this.deps.tx.run(scope, async (trx) => {
-          const locked = await this.deps.contacts.lockForMerge(trx, accountId, [intoId, holder.id]);
+          const locked = await this.deps.merges.lockForMerge(trx, accountId, [intoId, holder.id]);
           const into = locked.get(intoId);
           const other = locked.get(holder.id);
           const anonymous = (i: StoredIdentity) => i.channel === channel && i.id === anonymousId;
           if (!into || !other || !other.identities.some(anonymous))
             throw new Conflict('the contacts changed while the visitor identified');
-          await this.deps.contacts.deleteIdentity(trx, accountId, channel, anonymousId);
-          const conversations = await this.deps.contacts.lockConversationChannels(trx, accountId, [
+          await this.deps.identities.deleteIdentity(trx, accountId, channel, anonymousId);
+          const conversations = await this.deps.merges.lockConversationChannels(trx, accountId, [
             intoId,
             holder.id,
           ]);
@@ -85,7 +90,7 @@ export class ContactMerge {
           const from = on(holder.id);
           const to = on(intoId);
           if (from && to)
-            await this.deps.contacts.foldConversation(
+            await this.deps.merges.foldConversation(
               trx,
               accountId,
               from.id,
@@ -137,7 +142,7 @@ export class ContactMerge {
     // through the sandbox before the channel was connected): one conversation per contact and
     // channel, so the other's is folded into this one (messages and notes move; open if either
     // was). Locked after both contacts, the order every merge and inbound message takes.
-    const conversations = await this.deps.contacts.lockConversationChannels(trx, accountId, [
+    const conversations = await this.deps.merges.lockConversationChannels(trx, accountId, [
       id,
       otherId,
     ]);
@@ -145,12 +150,12 @@ export class ContactMerge {
     for (const c of conversations) {
       if (c.contact_id !== otherId) continue;
       const twin = conversations.find((o) => o.contact_id === id && o.channel === c.channel);
-      if (twin) await this.deps.contacts.foldConversation(trx, accountId, c.id, twin.id, now);
+      if (twin) await this.deps.merges.foldConversation(trx, accountId, c.id, twin.id, now);
     }
-    await this.deps.contacts.moveBelongings(trx, accountId, otherId, id);
+    await this.deps.merges.moveBelongings(trx, accountId, otherId, id);
     // Deleted before its phone is given to the merged contact, which the phone's unique key needs.
     await this.deps.contacts.delete(trx, accountId, otherId);
-    const merged = await this.deps.contacts.replaceFields(trx, accountId, id, {
+    const merged = await this.deps.merges.replaceFields(trx, accountId, id, {
       phone: into.phone ?? other.phone,
       name: into.name ?? other.name,
       email: into.email ?? other.email,
