@@ -13,6 +13,8 @@ import { ContactsRepository } from './contacts/contacts.repository.js';
 import type { Contact } from './contacts/contacts.schema.js';
 import { contactsRoutes } from './contacts/contacts.routes.js';
 import { ContactsService } from './contacts/contacts.service.js';
+import { ContactIdentitiesRepository } from './contacts/identities.repository.js';
+import { ContactMergeRepository } from './contacts/merge.repository.js';
 import type { Db } from './db/database.js';
 import { ReadCache } from './db/read-cache.js';
 import { Transactor } from './db/transactor.js';
@@ -178,6 +180,8 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
   const contacts = new ContactsService({
     tx,
     contacts: new ContactsRepository(db),
+    identities: new ContactIdentitiesRepository(db),
+    merges: new ContactMergeRepository(),
     outbox,
     clock,
     cache: caches.contact,

@@ -14,67 +14,20 @@ import type { MessagesService } from '../messages/messages.service.js';
 import type { TemplatesService } from '../templates/templates.service.js';
 import type { BroadcastRow, BroadcastsRepository } from './broadcasts.repository.js';
 import type { Broadcast, CreateBroadcastBody, ListBroadcastsQuery } from './broadcasts.schema.js';
+import {
+  checkAudience,
+  checkMessage,
+  MIN_SCHEDULE_AHEAD_MS,
+  TEMPLATE_FIELDS,
+  toBroadcast,
+} from './broadcast.js';
+import { BroadcastProgress } from './broadcast-progress.js';
 
-export const MIN_SCHEDULE_AHEAD_MS = 5 * 60 * 1000;
-const TEMPLATE_FIELDS = { name: 'message.template_name', params: 'message.template_params' };
-
-/**
- * How long a broadcast whose recipients are all queued waits before looking again for messages
- * still queued: a second at first, growing with the wait to a minute (retries run up to a day).
- */
-export function awaitingCheckMs(waitedMs: number): number {
-  return Math.min(60_000, Math.max(1_000, Math.round(waitedMs / 10)));
-}
-
-export function toBroadcast(r: BroadcastRow): Broadcast {
-  return {
-    id: r.id,
-    name: r.name,
-    channel: r.channel,
-    audience: r.audience as Broadcast['audience'],
-    message: r.message,
-    status: r.status,
-    stats: {
-      sent: r.sent,
-      delivered: r.delivered,
-      read: r.read,
-      replied: r.replied,
-      failed: r.failed,
-    },
-    failure_reason: r.status === 'failed' ? r.failure_reason : null,
-    scheduled_at: r.scheduled_at ? r.scheduled_at.toISOString() : null,
-    created_at: r.created_at.toISOString(),
-  };
-}
-
-function checkAudience(audience: CreateBroadcastBody['audience']): void {
-  const { tags, lifecycle_stage: stage, all } = audience;
-  if (all !== undefined) {
-    if (tags !== undefined || stage !== undefined)
-      throw new ValidationError('audience.all', 'cannot be combined with tags or lifecycle_stage');
-    if (!all) throw new ValidationError('audience.all', 'must be true when given');
-  } else if (tags === undefined && stage === undefined) {
-    throw new ValidationError('audience', 'needs at least one of tags, lifecycle_stage or all');
-  }
-}
-
-function checkMessage(message: CreateBroadcastBody['message']): void {
-  if (message.type === 'text') {
-    if (message.content === undefined)
-      throw new ValidationError('message.content', 'is required when type is text');
-    if (message.template_name !== undefined)
-      throw new ValidationError('message.template_name', 'is not allowed when type is text');
-    if (message.template_params !== undefined)
-      throw new ValidationError('message.template_params', 'is not allowed when type is text');
-  } else {
-    if (message.template_name === undefined)
-      throw new ValidationError('message.template_name', 'is required when type is template');
-    if (message.content !== undefined)
-      throw new ValidationError('message.content', 'is not allowed when type is template');
-  }
-}
+export { awaitingCheckMs, MIN_SCHEDULE_AHEAD_MS, toBroadcast } from './broadcast.js';
 
 export class BroadcastsService {
+  private readonly progress: BroadcastProgress;
+
   constructor(
     private readonly deps: {
       tx: Transactor;
@@ -89,7 +42,9 @@ export class BroadcastsService {
       ratePerSecond: Record<Channel, number>;
       metrics: Metrics;
     },
-  ) {}
+  ) {
+    this.progress = new BroadcastProgress(deps);
+  }
 
   async create(scope: Scope, input: CreateBroadcastBody): Promise<Broadcast> {
     checkAudience(input.audience);
@@ -187,7 +142,7 @@ export class BroadcastsService {
           `only a scheduled broadcast can be cancelled; this one is ${row.status}`,
         );
       return toBroadcast(
-        await this.patch(trx, row, { status: 'draft', updated_at: this.deps.clock.now() }),
+        await this.progress.patch(trx, row, { status: 'draft', updated_at: this.deps.clock.now() }),
       );
     });
   }
@@ -231,7 +186,7 @@ export class BroadcastsService {
       return this.deps.tx.run({ accountId }, async (trx) => {
         const b = await this.deps.broadcasts.lock(trx, accountId, id);
         if (!b || b.status !== 'sending') return 'done';
-        return this.finishOnceSent(trx, b, this.deps.clock.now());
+        return this.progress.finishOnceSent(trx, b, this.deps.clock.now());
       });
     }
     let provider: ChannelProvider;
@@ -248,7 +203,7 @@ export class BroadcastsService {
       // The channel is not connected and the sandbox is off: nothing more can be sent. One that
       // had begun (a batch queued) announces its end, as any broadcast that sent does.
       await this.deps.tx.run({ accountId }, (trx) =>
-        this.end(
+        this.progress.end(
           trx,
           accountId,
           id,
@@ -266,7 +221,7 @@ export class BroadcastsService {
         // Sending starts at scheduled_at, and so does the audience, even when a worker comes late.
         const startedAt =
           b.scheduled_at && b.scheduled_at.getTime() < now.getTime() ? b.scheduled_at : now;
-        b = await this.patch(trx, b, {
+        b = await this.progress.patch(trx, b, {
           status: 'sending',
           started_at: startedAt,
           updated_at: now,
@@ -286,7 +241,7 @@ export class BroadcastsService {
           );
           language = rendered.language;
           if (b.rendered_content === null)
-            b = await this.patch(trx, b, {
+            b = await this.progress.patch(trx, b, {
               rendered_content: rendered.content,
               updated_at: now,
             });
@@ -295,7 +250,7 @@ export class BroadcastsService {
           // Nothing more can be sent (e.g. the template is no longer approved).
           // Its counts may not have caught up with a batch still with the provider: whether a
           // batch was queued says whether it had begun.
-          await this.end(trx, accountId, id, err.message, b.cursor !== null);
+          await this.progress.end(trx, accountId, id, err.message, b.cursor !== null);
           return 'done';
         }
       }
@@ -310,8 +265,8 @@ export class BroadcastsService {
       );
       if (batch.length === 0) {
         if (!mayFinish) return 'drained';
-        b = await this.patch(trx, b, { audience_done_at: now, updated_at: now });
-        return this.finishOnceSent(trx, b, now);
+        b = await this.progress.patch(trx, b, { audience_done_at: now, updated_at: now });
+        return this.progress.finishOnceSent(trx, b, now);
       }
 
       // Paced: the account's channel is taken for this batch's interval, or the batch waits its
@@ -415,78 +370,18 @@ export class BroadcastsService {
   }
 
   /**
-   * A broadcast whose every recipient is queued (its row locked): ends it when the provider has
-   * taken or refused the last of their messages (some may be retrying after throttling), else
-   * says when to look again. Each look is under the broadcast's lock and sees every change
-   * committed before it; the counts are read again after the last look, so that a message taken
-   * meanwhile is counted in the ending status and its event.
-   */
-  private async finishOnceSent(
-    trx: Tx,
-    b: BroadcastRow,
-    now: Date,
-  ): Promise<'done' | { waitMs: number }> {
-    const { account_id: accountId, id } = b;
-    const waiting =
-      (await this.deps.broadcasts.hasLiveSendJobs(trx, accountId, id)) ||
-      (await this.deps.broadcasts.hasQueuedMessages(trx, accountId, id));
-    if (waiting) {
-      const since = b.audience_done_at ?? now;
-      return { waitMs: awaitingCheckMs(now.getTime() - since.getTime()) };
-    }
-    const counted = (await this.deps.broadcasts.find(accountId, id, trx))!;
-    const status = counted.sent === 0 && counted.failed > 0 ? 'failed' : 'sent';
-    const done = await this.patch(trx, counted, {
-      status,
-      failure_reason: status === 'failed' ? 'no recipient could be sent the message' : null,
-      completed_at: now,
-      updated_at: now,
-    });
-    await this.deps.outbox.record(trx, accountId, 'broadcast.completed', toBroadcast(done));
-    return 'done';
-  }
-
-  /**
-   * Ends a broadcast that cannot go on: `failed` with the reason, and `broadcast.completed`
-   * when it had begun (one that never sent anything does not announce a completion).
-   */
-  private async end(
-    trx: Tx,
-    accountId: string,
-    id: string,
-    reason: string,
-    announce: boolean,
-  ): Promise<void> {
-    const b = await this.deps.broadcasts.lock(trx, accountId, id);
-    if (!b || (b.status !== 'sending' && b.status !== 'scheduled')) return;
-    const now = this.deps.clock.now();
-    const done = await this.patch(trx, b, {
-      status: 'failed',
-      failure_reason: reason.slice(0, 2000),
-      completed_at: now,
-      updated_at: now,
-    });
-    if (announce)
-      await this.deps.outbox.record(trx, accountId, 'broadcast.completed', toBroadcast(done));
-  }
-
-  /**
    * The broadcast's sending job died (its retries ran out): the broadcast ends `failed` with the
    * reason, its stats as far as they got, and `broadcast.completed` as for any other end. Runs
    * in the transaction that marks the job dead; a broadcast already final is left alone.
    */
   async failForGood(trx: Tx, accountId: string, id: string, reason: string): Promise<void> {
-    await this.end(trx, accountId, id, `sending stopped after repeated failures: ${reason}`, true);
-  }
-
-  /** Updates the locked broadcast `b`; answers it as it now stands, with its counts as read. */
-  private async patch(
-    trx: Tx,
-    b: BroadcastRow,
-    patch: Parameters<BroadcastsRepository['update']>[3],
-  ): Promise<BroadcastRow> {
-    await this.deps.broadcasts.update(trx, b.account_id, b.id, patch);
-    return { ...b, ...patch };
+    await this.progress.end(
+      trx,
+      accountId,
+      id,
+      `sending stopped after repeated failures: ${reason}`,
+      true,
+    );
   }
 
   batchSize(channel: Channel): number {

@@ -1,30 +1,14 @@
-import { sql, type Selectable } from 'kysely';
+import { sql } from 'kysely';
 import { CUSTOM_PLAN, type Db, type Tx } from '../db/database.js';
 import { paged } from '../db/paged.js';
 import type { Channel, ContactsTable, CustomFieldValue, IdentityChannel } from '../db/schema.js';
 import type { PageRequest } from '../http/pagination.js';
-
-export type ContactRow = Selectable<ContactsTable>;
-
-/** An identity as stored: the channel and the channel's id for the contact. */
-export interface StoredIdentity {
-  channel: IdentityChannel;
-  id: string;
-}
-
-/** A contact with its stored identities (WhatsApp's, the phone, is derived when presented). */
-export type ContactRecord = ContactRow & { identities: StoredIdentity[] };
-
-/**
- * The contact's stored identities as a JSON array, for a statement whose FROM is `contacts`
- * (unaliased). Unordered: the presentation sorts them (and keeps the statement free of ORDER BY
- * for the prepared-statement tests that look for one).
- */
-const IDENTITIES = sql<
-  StoredIdentity[]
->`(SELECT coalesce(json_agg(json_build_object('channel', i.channel, 'id', i.external_id)), '[]'::json) FROM contact_identities i WHERE i.account_id = contacts.account_id AND i.contact_id = contacts.id)`.as(
-  'identities',
-);
+import {
+  CONTACT_COLUMNS,
+  IDENTITIES,
+  type ContactRecord,
+  type ContactRow,
+} from './contact-columns.js';
 
 /** A contact's address on one channel, as read under a lock for sending. */
 export interface MessagingAddress {
@@ -32,20 +16,6 @@ export interface MessagingAddress {
   /** The stored identity on the channel (never set for whatsapp). */
   identity: string | null;
 }
-
-/** Named rather than `*`, so the hot reads run as prepared statements (see createDb). */
-const CONTACT_COLUMNS = [
-  'account_id',
-  'id',
-  'phone',
-  'name',
-  'email',
-  'tags',
-  'lifecycle_stage',
-  'custom_fields',
-  'created_at',
-  'updated_at',
-] as const satisfies readonly (keyof ContactRow)[];
 
 export interface ContactFilter {
   tag?: string;
@@ -264,157 +234,6 @@ export class ContactsRepository {
       .executeTakeFirst();
   }
 
-  /** The contact with this identity on the channel, if any (no lock). */
-  async findByIdentity(
-    accountId: string,
-    channel: IdentityChannel,
-    externalId: string,
-  ): Promise<ContactRecord | undefined> {
-    return this.db
-      .selectFrom('contacts')
-      .select(CONTACT_COLUMNS)
-      .select(IDENTITIES)
-      .where('account_id', '=', accountId)
-      .where('id', '=', (eb) =>
-        eb
-          .selectFrom('contact_identities')
-          .select('contact_id')
-          .where('account_id', '=', accountId)
-          .where('channel', '=', channel)
-          .where('external_id', '=', externalId),
-      )
-      .executeTakeFirst();
-  }
-
-  /** The contact with this identity on the channel, held as lockByPhone holds it. */
-  async lockByIdentity(
-    trx: Tx,
-    accountId: string,
-    channel: IdentityChannel,
-    externalId: string,
-  ): Promise<ContactRecord | undefined> {
-    return trx
-      .selectFrom('contacts')
-      .select(CONTACT_COLUMNS)
-      .select(IDENTITIES)
-      .where('account_id', '=', accountId)
-      .where('id', '=', (eb) =>
-        eb
-          .selectFrom('contact_identities')
-          .select('contact_id')
-          .where('account_id', '=', accountId)
-          .where('channel', '=', channel)
-          .where('external_id', '=', externalId),
-      )
-      .forKeyShare()
-      .executeTakeFirst();
-  }
-
-  async deleteIdentity(
-    trx: Tx,
-    accountId: string,
-    channel: IdentityChannel,
-    externalId: string,
-  ): Promise<void> {
-    await trx
-      .deleteFrom('contact_identities')
-      .where('account_id', '=', accountId)
-      .where('channel', '=', channel)
-      .where('external_id', '=', externalId)
-      .execute();
-  }
-
-  /**
-   * Moves the messages, notes and broadcast replies of conversation `from` into `into` (the same
-   * person's, on the same channel) and deletes `from`; `into` keeps the later inbound time, and
-   * is open if either was (a question asked in `from` must not vanish from the open inbox). Its
-   * assignee stays. Both conversations are locked by the caller.
-   */
-  async foldConversation(
-    trx: Tx,
-    accountId: string,
-    from: string,
-    into: string,
-    now: Date,
-  ): Promise<void> {
-    for (const table of ['messages', 'notes', 'broadcast_recipients'] as const) {
-      await trx
-        .updateTable(table)
-        .set({ conversation_id: into })
-        .where('account_id', '=', accountId)
-        .where('conversation_id', '=', from)
-        .execute();
-    }
-    const gone = await trx
-      .deleteFrom('conversations')
-      .where('account_id', '=', accountId)
-      .where('id', '=', from)
-      .returning(['last_inbound_at', 'status'])
-      .executeTakeFirst();
-    await trx
-      .updateTable('conversations')
-      .set((eb) => ({
-        // GREATEST ignores a NULL.
-        last_inbound_at: sql<Date | null>`greatest(${eb.ref('last_inbound_at')}, ${gone?.last_inbound_at ?? null}::timestamptz)`,
-        ...(gone?.status === 'open' ? { status: 'open' as const } : {}),
-        updated_at: now,
-      }))
-      .where('account_id', '=', accountId)
-      .where('id', '=', into)
-      .execute();
-  }
-
-  /**
-   * Gives the contact that holds identity `from` on `channel` the identity `to` instead; answers
-   * that contact's id, or undefined when no contact holds `from`. `to` must be free: a contact
-   * holding it makes this fail with a unique violation.
-   */
-  async renameIdentity(
-    trx: Tx,
-    accountId: string,
-    channel: IdentityChannel,
-    from: string,
-    to: string,
-  ): Promise<string | undefined> {
-    const row = await trx
-      .updateTable('contact_identities')
-      .set({ external_id: to })
-      .where('account_id', '=', accountId)
-      .where('channel', '=', channel)
-      .where('external_id', '=', from)
-      .returning('contact_id')
-      .executeTakeFirst();
-    return row?.contact_id;
-  }
-
-  /**
-   * Inserts the contact with its identity, in one statement that inserts neither when the
-   * identity is already taken (race-safe: a concurrent insert of the same identity waits for
-   * the first and then does nothing). True when inserted.
-   */
-  async insertWithIdentity(
-    trx: Tx,
-    row: ContactRow,
-    channel: IdentityChannel,
-    externalId: string,
-  ): Promise<boolean> {
-    const result = await sql<{ id: string }>`
-      WITH identity AS (
-        INSERT INTO contact_identities (account_id, contact_id, channel, external_id, created_at)
-        VALUES (${row.account_id}, ${row.id}, ${channel}, ${externalId}, ${row.created_at})
-        ON CONFLICT DO NOTHING
-        RETURNING contact_id
-      )
-      INSERT INTO contacts (account_id, id, phone, name, email, tags, lifecycle_stage,
-        custom_fields, created_at, updated_at)
-      SELECT ${row.account_id}, identity.contact_id, ${row.phone}, ${row.name}, ${row.email},
-        ${row.tags}::text[], ${row.lifecycle_stage}, ${JSON.stringify(row.custom_fields)}::jsonb,
-        ${row.created_at}, ${row.updated_at}
-      FROM identity
-      RETURNING id`.execute(trx);
-    return result.rows.length > 0;
-  }
-
   /**
    * The phone and the stored identity on `channel` of each of these contacts, held (FOR KEY
    * SHARE, in id order) until the transaction ends: a contact merged away or deleted meanwhile
@@ -444,59 +263,6 @@ export class ContactsRepository {
     return new Map(rows.map((r) => [r.id, { phone: r.phone, identity: r.external_id ?? null }]));
   }
 
-  /** These contacts locked for a merge (FOR UPDATE, in id order), with their identities. */
-  async lockForMerge(
-    trx: Tx,
-    accountId: string,
-    ids: readonly string[],
-  ): Promise<Map<string, ContactRecord>> {
-    const rows = await trx
-      .selectFrom('contacts')
-      .select(CONTACT_COLUMNS)
-      .select(IDENTITIES)
-      .where('account_id', '=', accountId)
-      .where('id', 'in', [...ids])
-      .orderBy('id')
-      .forUpdate()
-      .execute();
-    return new Map(rows.map((r) => [r.id, r]));
-  }
-
-  /** The channels on which these contacts have a conversation, per contact; the rows locked. */
-  async lockConversationChannels(
-    trx: Tx,
-    accountId: string,
-    contactIds: readonly string[],
-  ): Promise<{ id: string; contact_id: string; channel: Channel }[]> {
-    return trx
-      .selectFrom('conversations')
-      .select(['id', 'contact_id', 'channel'])
-      .where('account_id', '=', accountId)
-      .where('contact_id', 'in', [...contactIds])
-      .orderBy('id')
-      .forUpdate()
-      .execute();
-  }
-
-  /**
-   * Moves one contact's identities and conversations (with their messages and notes) to
-   * another; for a merge, after both are locked and checked not to share a channel.
-   */
-  async moveBelongings(trx: Tx, accountId: string, from: string, to: string): Promise<void> {
-    await trx
-      .updateTable('contact_identities')
-      .set({ contact_id: to })
-      .where('account_id', '=', accountId)
-      .where('contact_id', '=', from)
-      .execute();
-    await trx
-      .updateTable('conversations')
-      .set({ contact_id: to })
-      .where('account_id', '=', accountId)
-      .where('contact_id', '=', from)
-      .execute();
-  }
-
   /** Sets the name of a contact that has none; false when it has one or is gone. */
   async nameIfUnnamed(
     trx: Tx,
@@ -513,23 +279,6 @@ export class ContactsRepository {
       .where('name', 'is', null)
       .executeTakeFirst();
     return result.numUpdatedRows > 0n;
-  }
-
-  /** Replaces a merged contact's fields (its identities are moved separately). */
-  async replaceFields(
-    trx: Tx,
-    accountId: string,
-    id: string,
-    fields: Pick<ContactRow, 'phone' | 'name' | 'email' | 'tags' | 'custom_fields' | 'updated_at'>,
-  ): Promise<ContactRecord> {
-    return trx
-      .updateTable('contacts')
-      .set({ ...fields, custom_fields: JSON.stringify(fields.custom_fields) })
-      .where('account_id', '=', accountId)
-      .where('id', '=', id)
-      .returning(CONTACT_COLUMNS)
-      .returning(IDENTITIES)
-      .executeTakeFirstOrThrow();
   }
 
   async addTags(trx: Tx, accountId: string, tags: string[], now: Date): Promise<void> {
