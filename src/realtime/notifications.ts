@@ -149,9 +149,16 @@ export class Notifications {
     client.on('end', () => this.lost(client));
     try {
       await client.connect();
-      for (const channel of [this.pingChannel, ...this.channels.keys()])
-        await client.query(`LISTEN ${channel}`);
+      await client.query(`LISTEN ${this.pingChannel}`);
+      // Listening is not enough: behind a pooler in transaction mode LISTEN succeeds and no
+      // notification ever arrives. The subscribers are live only once one made the round trip.
       await this.ping(client);
+      // Every channel subscribed to, those subscribed to meanwhile included.
+      const listened = new Set<string>();
+      for (let next = this.unlistened(listened); next; next = this.unlistened(listened)) {
+        await client.query(`LISTEN ${next}`);
+        listened.add(next);
+      }
     } catch (err) {
       client.removeAllListeners('end');
       await close(client);
@@ -229,6 +236,11 @@ export class Notifications {
       void this.connect(url);
     }, this.opts.retryMs ?? RETRY_MS);
     this.retry.unref();
+  }
+
+  private unlistened(listened: Set<string>): string | undefined {
+    for (const channel of this.channels.keys()) if (!listened.has(channel)) return channel;
+    return undefined;
   }
 
   private tell(live: boolean): void {

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb, type Db } from '../../src/db/database.js';
+import { Notifications } from '../../src/realtime/notifications.js';
 import { createPrivateDatabase, newAccount, startTestApp, type TestApp } from '../helpers.js';
 
 // The read caches, the event streams and the widget streams hear other processes' changes
@@ -54,5 +55,41 @@ describe('one listening connection per process', () => {
     } finally {
       unsubscribe();
     }
+  });
+});
+
+describe('Notifications', () => {
+  it('hands each topic its notifications, on a channel subscribed to before or while live', async () => {
+    const log = { info: () => undefined, warn: () => undefined };
+    const notifications = new Notifications({ url: database.url, log });
+    const heard: string[] = [];
+    const lives: string[] = [];
+    notifications.subscribe(
+      { channel: 'switchboard_test_a', name: 'one' },
+      {
+        notify: (key) => heard.push(`one ${key}`),
+        live: (live) => lives.push(`one ${live}`),
+      },
+    );
+    try {
+      await notifications.start();
+      expect(notifications.live).toBe(true);
+      notifications.subscribe(
+        { channel: 'switchboard_test_b' },
+        {
+          notify: (key) => heard.push(`b ${key}`),
+          live: (live) => lives.push(`b ${live}`),
+        },
+      );
+      await expect.poll(() => lives).toEqual(['one true', 'b true']);
+      await sql`SELECT pg_notify('switchboard_test_a', 'one k1'), pg_notify('switchboard_test_a', 'two k2'),
+        pg_notify('switchboard_test_a', 'one'), pg_notify('switchboard_test_b', 'whole payload')`.execute(
+        admin,
+      );
+      await expect.poll(() => heard).toEqual(['one k1', 'one null', 'b whole payload']);
+    } finally {
+      await notifications.stop();
+    }
+    expect(lives).toEqual(['one true', 'b true', 'one false', 'b false']);
   });
 });
