@@ -20,6 +20,7 @@ import { ReadCache } from './db/read-cache.js';
 import { Transactor } from './db/transactor.js';
 import { Outbox } from './events/outbox.js';
 import { EventFeed } from './events/event-feed.js';
+import { Notifications } from './realtime/notifications.js';
 import { EventStreamService, type EventStreamLimits } from './events/event-stream.service.js';
 import { EventsRepository } from './events/events.repository.js';
 import { eventsRoutes } from './events/events.routes.js';
@@ -140,7 +141,10 @@ export interface AppDeps {
   sendWaitMs?: number;
   /** Replaces the providers of some channels, whatever their connections (tests only). */
   providers?: Partial<Record<Channel, ChannelProvider>>;
-  /** The database the event feed LISTENs on; without one, open streams poll every second. */
+  /**
+   * The database the process LISTENs on (read caches, event streams, widget streams); without
+   * one, the caches stay off and open streams poll every second.
+   */
   eventFeedUrl?: string | null;
   /** Keep-alive interval and caps of the live event streams (tests). */
   eventStreams?: EventStreamLimits;
@@ -392,9 +396,10 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     clock,
     log,
   });
-  // One listening connection per process, opened by the first stream; the widget's too.
+  // One listening connection per process: the read caches', the event streams' and the widget's.
   const streamLog = deps.log ?? pino({ level: config.logLevel });
-  const eventFeed = new EventFeed({ url: deps.eventFeedUrl ?? null, log: streamLog });
+  const notifications = new Notifications({ url: deps.eventFeedUrl ?? null, log: streamLog });
+  const eventFeed = new EventFeed({ notifications });
   const eventStreams = new EventStreamService({
     events: new EventsRepository(db),
     feed: eventFeed,
@@ -437,6 +442,7 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     graph,
     inbound,
     media,
+    notifications,
     eventFeed,
     eventStreams,
     webchat,
@@ -487,7 +493,10 @@ export async function buildApp(
     services.visitorStreams.closeAll();
     done();
   });
-  app.addHook('onClose', () => services.eventFeed.stop());
+  app.addHook('onClose', async () => {
+    services.eventFeed.stop();
+    await services.notifications.stop();
+  });
   installErrorHandlers(app);
   installInputGuard(app);
   app.addHook('onRequest', (request, reply, done) => {

@@ -52,12 +52,8 @@ export async function openStore(
 }
 
 /** The change feed that keeps the API's read caches correct (and enables them while it listens). */
-export function listenForChanges(
-  url: string,
-  log: FastifyBaseLogger,
-  services: Services,
-): CacheFeed {
-  const feed = new CacheFeed({ url, log });
+export function listenForChanges(services: Services): CacheFeed {
+  const feed = new CacheFeed(services.notifications);
   feed.subscribe('keys', services.caches.keys);
   // A contact changed or gone (merged into another, deleted) also wakes its visitor's open
   // widget streams, which then find the contact that now holds the visitor's identity.
@@ -110,8 +106,7 @@ export async function startService(
     eventFeedUrl: roles.api && config.readCache ? store.url : null,
   });
   logTo.app = app.log;
-  const feed =
-    roles.api && config.readCache ? listenForChanges(store.url, app.log, services) : null;
+  const feed = roles.api && config.readCache ? listenForChanges(services) : null;
   await feed?.start();
 
   const runner = roles.workers

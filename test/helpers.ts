@@ -82,7 +82,7 @@ export async function startTestApp(
     sendLeaseMs: opts.sendLeaseMs,
   });
   await app.ready();
-  const feed = opts.readCache === false ? null : listenForChanges(url, app.log, services);
+  const feed = opts.readCache === false ? null : listenForChanges(services);
   await feed?.start();
   return {
     app,

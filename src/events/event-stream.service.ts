@@ -2,7 +2,8 @@ import type { Readable } from 'node:stream';
 import { decodeTime } from 'ulid';
 import type { Clock } from '../clock.js';
 import type { Scope } from '../db/transactor.js';
-import { AppError, Unavailable, ValidationError } from '../errors.js';
+import { AppError, ValidationError } from '../errors.js';
+import { OpenStreams } from '../realtime/sse.js';
 import type { EventFeed } from './event-feed.js';
 import { EventStream } from './event-stream.js';
 import { EVENT_TYPES } from './event-types.js';
@@ -41,10 +42,8 @@ export class TooManyStreams extends AppError {
  * ended at shutdown).
  */
 export class EventStreamService {
-  private readonly open = new Set<EventStream>();
-  private readonly perAccount = new Map<string, number>();
+  private readonly open = new OpenStreams<EventStream>();
   private ticker: NodeJS.Timeout | null = null;
-  private closing = false;
   private readonly limits: Required<EventStreamLimits>;
 
   constructor(
@@ -82,8 +81,6 @@ export class EventStreamService {
     query: { types?: string; lastEventId?: string },
   ): Promise<Readable> {
     const { types, from } = await this.check(scope, query);
-    const mine = this.perAccount.get(scope.accountId) ?? 0;
-    let lifetime: NodeJS.Timeout | null = null;
     const stream: EventStream = new EventStream({
       accountId: scope.accountId,
       types,
@@ -92,21 +89,13 @@ export class EventStreamService {
       feed: this.deps.feed,
       log: this.deps.log,
       pollMs: this.limits.pollMs,
+      lifetimeMs: this.limits.maxLifetimeMs,
       onClosed: () => {
-        if (lifetime) clearTimeout(lifetime);
-        this.open.delete(stream);
-        const n = (this.perAccount.get(scope.accountId) ?? 1) - 1;
-        if (n > 0) this.perAccount.set(scope.accountId, n);
-        else this.perAccount.delete(scope.accountId);
+        this.open.remove(stream);
         if (this.open.size === 0) this.stopTicker();
       },
     });
-    this.open.add(stream);
-    this.perAccount.set(scope.accountId, mine + 1);
-    if (this.limits.maxLifetimeMs > 0) {
-      lifetime = setTimeout(() => stream.end(), this.limits.maxLifetimeMs);
-      lifetime.unref();
-    }
+    this.open.add(stream, [scope.accountId]);
     this.startTicker();
     return stream.output;
   }
@@ -121,14 +110,14 @@ export class EventStreamService {
   ): Promise<{ types: readonly string[] | null; from: StreamPosition }> {
     const types = parseTypes(query.types);
     const from = await this.resume(scope.accountId, query.lastEventId);
-    if (this.closing) throw new Unavailable('the server is shutting down', 1);
+    this.open.refuseWhileClosing();
     if (this.open.size >= this.limits.maxPerProcess) {
       throw new TooManyStreams(
         `this server holds ${this.limits.maxPerProcess} event streams, its most; retry shortly`,
         503,
       );
     }
-    if ((this.perAccount.get(scope.accountId) ?? 0) >= this.limits.maxPerAccount) {
+    if (this.open.count(scope.accountId) >= this.limits.maxPerAccount) {
       throw new TooManyStreams(
         `the account has ${this.limits.maxPerAccount} event streams open on this server, the most allowed; close one first`,
         429,
@@ -139,8 +128,7 @@ export class EventStreamService {
 
   /** Ends every open stream and refuses new ones (server shutdown). */
   closeAll(): void {
-    this.closing = true;
-    for (const stream of [...this.open]) stream.end();
+    this.open.closeAll();
     this.stopTicker();
   }
 
@@ -171,7 +159,7 @@ export class EventStreamService {
   private startTicker(): void {
     if (this.ticker) return;
     this.ticker = setInterval(() => {
-      for (const stream of this.open) stream.keepAlive();
+      for (const stream of this.open.streams()) stream.keepAlive();
     }, this.limits.keepAliveMs);
     this.ticker.unref();
   }

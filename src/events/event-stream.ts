@@ -1,4 +1,5 @@
 import { PassThrough } from 'node:stream';
+import { SseWriter } from '../realtime/sse.js';
 import { eventBody } from '../webhooks/signing.js';
 import type { EventFeed } from './event-feed.js';
 import type { EventsRepository, StreamPosition } from './events.repository.js';
@@ -25,6 +26,8 @@ export interface EventStreamOptions {
   log: Log;
   /** How long after a failed read (the database unreachable) it reads again. */
   pollMs: number;
+  /** The stream ends after this long (the client reconnects with Last-Event-ID); 0 never. */
+  lifetimeMs?: number;
   batchSize?: number;
   /** Called once when the stream has ended, whoever ended it. */
   onClosed: () => void;
@@ -40,6 +43,7 @@ export interface EventStreamOptions {
  */
 export class EventStream {
   readonly output = new PassThrough();
+  private readonly sse: SseWriter;
   private cursor: StreamPosition;
   private readonly unsubscribe: () => void;
   private pending = true;
@@ -50,24 +54,24 @@ export class EventStream {
 
   constructor(private readonly opts: EventStreamOptions) {
     this.cursor = opts.from;
-    this.output.on('close', () => this.cleanUp());
-    // A write after the client went away is not an error worth more than ending the stream.
-    this.output.on('error', () => this.cleanUp());
-    this.output.write(`retry: ${RETRY_HINT_MS}\n\n`);
+    this.sse = new SseWriter(this.output, {
+      retryMs: RETRY_HINT_MS,
+      keepAlive: { comment: 'keep-alive' },
+      lifetimeMs: opts.lifetimeMs,
+      onEnd: () => this.cleanUp(),
+    }).start();
     this.unsubscribe = opts.feed.subscribe(opts.accountId, () => this.wake());
     void this.pump();
   }
 
   /** A comment line, so that proxies and load balancers see traffic on an idle stream. */
   keepAlive(): void {
-    if (!this.closed) this.output.write(': keep-alive\n\n');
+    this.sse.keepAlive();
   }
 
   /** Ends the stream (server shutdown); the client reconnects with Last-Event-ID elsewhere. */
   end(): void {
-    if (this.closed) return;
-    this.cleanUp();
-    this.output.end();
+    this.sse.end();
   }
 
   private wake(): void {
@@ -101,12 +105,10 @@ export class EventStream {
             created_at: e.created_at,
             data: e.data,
           });
-          writable = this.output.write(
-            `id: ${e.id}\nevent: ${e.type}\ndata: ${body.toString()}\n\n`,
-          );
+          writable = this.sse.send({ id: e.id, event: e.type, data: body.toString() });
         }
         if (batch.events.length === limit) this.pending = true;
-        if (!writable) await this.drained();
+        if (!writable) await this.sse.drained();
         if (batch.held) this.later(this.heldDelayMs, true);
         else this.heldDelayMs = HELD_FIRST_MS;
       }
@@ -131,18 +133,6 @@ export class EventStream {
       this.wake();
     }, ms);
     this.timer.unref();
-  }
-
-  private drained(): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => {
-        this.output.off('drain', done);
-        this.output.off('close', done);
-        resolve();
-      };
-      this.output.on('drain', done);
-      this.output.on('close', done);
-    });
   }
 
   private cleanUp(): void {

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { errorResponses } from '../http/schemas.js';
+import { SSE_CONTENT_TYPE } from '../realtime/sse.js';
 import { EVENT_TYPES } from './event-types.js';
 import { TooManyStreams, type EventStreamService } from './event-stream.service.js';
 import { RETRY_HINT_MS } from './event-stream.js';
@@ -74,7 +75,7 @@ export function eventsRoutes(app: FastifyInstance, streams: EventStreamService):
         throw err;
       }
       reply
-        .type('text/event-stream; charset=utf-8')
+        .type(SSE_CONTENT_TYPE)
         .header('Cache-Control', 'no-cache')
         .header('X-Accel-Buffering', 'no');
       if (!output) return (reply as FastifyReply).send();

@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { AppError, Unavailable } from '../errors.js';
+import { OpenStreams, SseWriter } from '../realtime/sse.js';
 import type { StreamEnd, VisitorContext, WebchatService } from './webchat.service.js';
 import { HISTORY_LIMIT } from './webchat.repository.js';
 
@@ -67,12 +68,10 @@ export type EndReason = StreamEnd | 'replaced';
  * event, so that each widget reconnects, to another process).
  */
 export class VisitorStreams {
-  private readonly open = new Set<VisitorStream>();
+  /** Counted by `account <id>` and `address <ip>`. */
+  private readonly open = new OpenStreams<VisitorStream>();
   /** Each visitor's open streams, oldest first. */
   private readonly byVisitor = new Map<string, VisitorStream[]>();
-  private readonly byAccount = new Map<string, number>();
-  private readonly byAddress = new Map<string, number>();
-  private closing = false;
   private readonly limits: Required<VisitorStreamLimits>;
 
   constructor(private readonly deps: { webchat: WebchatService; limits?: VisitorStreamLimits }) {
@@ -99,12 +98,12 @@ export class VisitorStreams {
    */
   admit(owner: StreamOwner): void {
     const { limits } = this;
-    if (this.closing) throw new Unavailable('the server is shutting down', 1);
-    if ((this.byAddress.get(owner.address) ?? 0) >= limits.streamsPerAddress)
+    this.open.refuseWhileClosing();
+    if (this.open.count(addressKey(owner.address)) >= limits.streamsPerAddress)
       throw new TooManyStreams(limits.streamsPerAddress);
     const replaces =
       (this.byVisitor.get(visitorKey(owner))?.length ?? 0) >= limits.streamsPerVisitor;
-    if (!replaces && (this.byAccount.get(owner.accountId) ?? 0) >= limits.streamsPerAccount)
+    if (!replaces && this.open.count(accountKey(owner.accountId)) >= limits.streamsPerAccount)
       throw new Unavailable(
         `this server holds ${limits.streamsPerAccount} streams of this widget, its most; retry shortly`,
         30,
@@ -145,26 +144,21 @@ export class VisitorStreams {
       lifetimeMs: this.limits.streamLifetimeMs,
       maxBufferedBytes: this.limits.maxBufferedBytes,
       onClosed: () => {
-        this.open.delete(stream);
+        this.open.remove(stream);
         const at = mine.indexOf(stream);
         if (at >= 0) mine.splice(at, 1);
         if (mine.length === 0 && this.byVisitor.get(key) === mine) this.byVisitor.delete(key);
-        count(this.byAccount, owner.accountId, -1);
-        count(this.byAddress, address, -1);
       },
     });
-    this.open.add(stream);
+    this.open.add(stream, [accountKey(owner.accountId), addressKey(address)]);
     mine.push(stream);
-    count(this.byAccount, owner.accountId, 1);
-    count(this.byAddress, address, 1);
     while (mine.length > this.limits.streamsPerVisitor) mine[0]!.end('replaced');
     stream.start();
   }
 
   /** Ends every open stream and refuses new ones (server shutdown). */
   closeAll(): void {
-    this.closing = true;
-    for (const stream of [...this.open]) stream.end();
+    this.open.closeAll();
   }
 }
 
@@ -172,11 +166,8 @@ function visitorKey(owner: StreamOwner): string {
   return `${owner.accountId} ${owner.visitorId}`;
 }
 
-function count(counts: Map<string, number>, key: string, by: number): void {
-  const n = (counts.get(key) ?? 0) + by;
-  if (n > 0) counts.set(key, n);
-  else counts.delete(key);
-}
+const accountKey = (accountId: string) => `account ${accountId}`;
+const addressKey = (address: string) => `address ${address}`;
 
 /**
  * One open widget stream (Server-Sent Events): every message of the visitor's conversation
@@ -193,12 +184,11 @@ class VisitorStream {
   private cursor: number;
   /** The messages sent that a read may meet again (those within OVERLAP_MS of the cursor). */
   private readonly sent = new Map<string, number>();
-  private closed = false;
   private running = false;
   private again = false;
   private unsubscribe: () => void = () => undefined;
   private key: string | null = null;
-  private timers: NodeJS.Timeout[] = [];
+  private readonly sse: SseWriter;
 
   constructor(
     private readonly o: {
@@ -216,27 +206,37 @@ class VisitorStream {
     this.ctx = o.ctx;
     this.identifier = o.ctx.visitor.identifier;
     this.cursor = o.since.getTime();
+    this.sse = new SseWriter(o.res, {
+      // EventSource reconnects after 1 s rather than its default 3 s.
+      retryMs: 1_000,
+      opening: { event: 'ready', data: '{}' },
+      // A named event, not a comment: the widget's script sees it, and reconnects when none came.
+      keepAlive: { event: 'ping', data: '{}' },
+      keepAliveMs: o.pingMs,
+      maxBufferedBytes: o.maxBufferedBytes,
+      // Up to a tenth sooner, so that streams opened together do not all come back together.
+      // Without an `end` event: EventSource reconnects (with Last-Event-ID), perhaps elsewhere.
+      lifetimeMs: o.lifetimeMs,
+      lifetimeJitter: 0.1,
+      tickMs: POLL_MS,
+      onTick: () => {
+        if (!this.o.webchat.wakeups.live) this.wake();
+      },
+      onEnd: () => {
+        this.unsubscribe();
+        this.o.onClosed();
+      },
+    });
+  }
+
+  private get closed(): boolean {
+    return this.sse.closed;
   }
 
   start(): void {
-    this.o.res.on('close', () => this.closedDown());
     this.subscribe();
-    // `retry`: EventSource reconnects after 1 s rather than its default 3 s.
-    this.write(`retry: 1000\nevent: ready\ndata: {}\n\n`);
+    this.sse.start();
     this.wake();
-    // A named event, not a comment: the widget's script sees it, and reconnects when none came.
-    // Up to a tenth sooner, so that streams opened together do not all come back together.
-    const endsAt = Date.now() + this.o.lifetimeMs * (1 - Math.random() / 10);
-    this.timers.push(
-      setInterval(() => this.write('event: ping\ndata: {}\n\n'), this.o.pingMs),
-      // The stream's lifetime is looked at here rather than given a timer of its own: thousands
-      // of hour-long timers would live on into V8's old generation, collected there in pauses.
-      setInterval(() => {
-        // No `end` event: EventSource reconnects (with Last-Event-ID), perhaps to another process.
-        if (Date.now() >= endsAt) return this.end();
-        if (!this.o.webchat.wakeups.live) this.wake();
-      }, POLL_MS),
-    );
   }
 
   /**
@@ -244,30 +244,7 @@ class VisitorStream {
    * than reconnect (see EndReason), or bare (shutdown), and EventSource reconnects.
    */
   end(reason?: EndReason): void {
-    if (this.closed) return;
-    if (reason) this.write(`event: end\ndata: ${JSON.stringify({ reason })}\n\n`);
-    if (this.o.res.destroyed) return; // dropped, its client not reading
-    this.o.res.end();
-    this.closedDown();
-  }
-
-  private closedDown(): void {
-    if (this.closed) return;
-    this.closed = true;
-    for (const timer of this.timers) clearInterval(timer);
-    this.unsubscribe();
-    this.o.onClosed();
-  }
-
-  private write(text: string): void {
-    if (this.closed) return;
-    this.o.res.write(text);
-    // A client that does not read what it is sent would have this process hold every later
-    // event: past the cap its connection is dropped, and the widget resumes from Last-Event-ID.
-    if (this.o.res.writableLength > this.o.maxBufferedBytes) {
-      this.o.res.destroy();
-      this.closedDown();
-    }
+    this.sse.end(reason ? { event: 'end', data: JSON.stringify({ reason }) } : undefined);
   }
 
   private subscribe(): void {
@@ -300,7 +277,7 @@ class VisitorStream {
         const at = Date.parse(m.created_at);
         this.sent.set(m.id, at);
         this.cursor = Math.max(this.cursor, at);
-        this.write(`id: ${m.created_at}\nevent: message\ndata: ${JSON.stringify(m)}\n\n`);
+        this.sse.send({ id: m.created_at, event: 'message', data: JSON.stringify(m) });
         if (this.closed) return;
       }
       after = page.next;

@@ -4,6 +4,7 @@ import { Type } from 'typebox';
 import { AppError, Forbidden, ValidationError } from '../errors.js';
 import { ErrorRef, NoQuery, Success } from '../http/schemas.js';
 import { isExistingDateTime } from '../http/validation.js';
+import { hijackForSse, SSE_CONTENT_TYPE } from '../realtime/sse.js';
 import { TooManyStreams, type VisitorStreamLimits, type VisitorStreams } from './visitor-stream.js';
 import {
   IdentifyBody,
@@ -232,20 +233,12 @@ export async function webchatRoutes(
       // header is sent before a body is, so its stream would hang, holding its place.
       if (req.method === 'HEAD')
         return (reply as FastifyReply)
-          .type('text/event-stream; charset=utf-8')
+          .type(SSE_CONTENT_TYPE)
           .header('Cache-Control', 'no-store')
           .send();
-      reply.hijack();
-      reply.raw.writeHead(200, {
-        ...(reply.getHeaders() as Record<string, string>),
-        'Content-Type': 'text/event-stream; charset=utf-8',
-        'Cache-Control': 'no-store',
-        Connection: 'keep-alive',
-        // Proxies (nginx) must pass events on as they come.
-        'X-Accel-Buffering': 'no',
-      });
+      const res = hijackForSse(reply, 'no-store');
       // The onRequest hook let only an allowed origin through.
-      streams.openStream(reply.raw, ctx, since, req.headers.origin!, req.ip);
+      streams.openStream(res, ctx, since, req.headers.origin!, req.ip);
     },
   });
 }
