@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
-import { buildApp, type Services } from './app.js';
+import { buildApp } from './app.js';
+import { type Services } from './services.js';
 import { WEBCHAT_TOPIC } from './webchat/webchat-wakeups.js';
 import { CacheFeed, topicCaches } from './db/cache-feed.js';
 import { systemClock } from './clock.js';

@@ -1,6 +1,7 @@
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { inject } from 'vitest';
-import { buildApp, type AppConfig, type AppDeps, type Services } from '../src/app.js';
+import { buildApp } from '../src/app.js';
+import { type AppConfig, type AppDeps, type Services } from '../src/services.js';
 import { loadConfig } from '../src/config.js';
 import type { Clock } from '../src/clock.js';
 import { randomBytes } from 'node:crypto';

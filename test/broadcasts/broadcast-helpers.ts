@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
 import { expect, vi } from 'vitest';
-import type { AppConfig } from '../../src/app.js';
+import type { AppConfig } from '../../src/services.js';
 import type { Db } from '../../src/db/database.js';
 import { JobRunner } from '../../src/jobs/job-runner.js';
 import {

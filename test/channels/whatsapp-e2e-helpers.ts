@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
 import { expect } from 'vitest';
-import type { AppConfig } from '../../src/app.js';
+import type { AppConfig } from '../../src/services.js';
 import type { EventType } from '../../src/events/event-types.js';
 import { JobRunner } from '../../src/jobs/job-runner.js';
 import { startFakeGraph, type FakeGraph } from '../fake-graph/server.js';

@@ -2,7 +2,7 @@ import { createHash, createHmac, randomBytes } from 'node:crypto';
 import type { Contact } from '../../src/contacts/contacts.schema.js';
 import type { Tx } from '../../src/db/database.js';
 import type { Channel } from '../../src/db/schema.js';
-import type { Services } from '../../src/app.js';
+import type { Services } from '../../src/services.js';
 import type { TestAccount } from '../helpers.js';
 import { expectStatus } from '../inbox-helpers.js';
 

@@ -1,4 +1,4 @@
-import type { AppConfig } from '../../src/app.js';
+import type { AppConfig } from '../../src/services.js';
 import {
   WebhookDispatcher,
   type DispatcherOptions,

@@ -1,0 +1,425 @@
+// The service graph: every repository, adapter, service and job handler, built once and wired by
+// hand (no container). app.ts puts the HTTP routes on it; server.ts starts its workers.
+
+import { type FastifyBaseLogger } from 'fastify';
+import { pino } from 'pino';
+import { AccountsRepository, type KeyOwner } from './accounts/accounts.repository.js';
+import { AccountsService } from './accounts/accounts.service.js';
+import { broadcastSendJob } from './broadcasts/broadcast-send.job.js';
+import { BroadcastStats } from './broadcasts/broadcast-stats.js';
+import { BroadcastsRepository } from './broadcasts/broadcasts.repository.js';
+import { BroadcastsService } from './broadcasts/broadcasts.service.js';
+import type { ChannelProvider, ResolvedProvider } from './channels/channel.js';
+import { PageMessagingProvider } from './channels/meta-pages/page-messaging.provider.js';
+import { GraphClient } from './channels/meta/graph-client.js';
+import { SandboxProvider } from './channels/sandbox/sandbox.provider.js';
+import { WebchatProvider } from './channels/webchat/webchat.provider.js';
+import { WhatsAppTemplates } from './channels/whatsapp/templates.js';
+import { WhatsAppCloudProvider } from './channels/whatsapp/whatsapp-cloud.provider.js';
+import type { Clock } from './clock.js';
+import type { Config } from './config.js';
+import { ConnectionsRepository, type ConnectionRow } from './connections/connections.repository.js';
+import { ConnectionsService } from './connections/connections.service.js';
+import {
+  ConnectionProviderResolver,
+  type ProviderFactory,
+} from './connections/provider-resolver.js';
+import { SecretBox } from './connections/secret-box.js';
+import { ContactsRepository } from './contacts/contacts.repository.js';
+import type { Contact } from './contacts/contacts.schema.js';
+import { ContactsService } from './contacts/contacts.service.js';
+import { ContactIdentitiesRepository } from './contacts/identities.repository.js';
+import { ContactMergeRepository } from './contacts/merge.repository.js';
+import { ConversationsRepository } from './conversations/conversations.repository.js';
+import { ConversationsService } from './conversations/conversations.service.js';
+import type { Db } from './db/database.js';
+import { ReadCache } from './db/read-cache.js';
+import type { Channel } from './db/schema.js';
+import { Transactor } from './db/transactor.js';
+import { AppError } from './errors.js';
+import { EventFeed } from './events/event-feed.js';
+import { EventStreamService, type EventStreamLimits } from './events/event-stream.service.js';
+import { EventsRepository } from './events/events.repository.js';
+import { Outbox } from './events/outbox.js';
+import type { RateLimiter } from './http/rate-limiter.js';
+import { contactProfileJob } from './inbound/contact-profile.job.js';
+import { inboundWebhookJob } from './inbound/inbound.job.js';
+import { InboundWebhooksRepository } from './inbound/inbound.repository.js';
+import { InboundWebhooksService } from './inbound/inbound.service.js';
+import { ProviderIdAliasesRepository } from './inbound/provider-id-aliases.repository.js';
+import { ClaimKeeper } from './jobs/claim-keeper.js';
+import { JobQueue } from './jobs/job-queue.js';
+import type { JobHandler } from './jobs/job-runner.js';
+import { MediaRepository } from './media/media.repository.js';
+import { MediaService } from './media/media.service.js';
+import { mediaFetcher, type MediaFetcher } from './messages/media.js';
+import { messageSendJob } from './messages/message-send.job.js';
+import { MessagesRepository } from './messages/messages.repository.js';
+import { MessagesService } from './messages/messages.service.js';
+import { SendPipeline } from './messages/send-pipeline.js';
+import { Metrics } from './metrics/metrics.js';
+import { Notifications } from './realtime/notifications.js';
+import { sandboxStatusJob } from './sandbox/sandbox-status.job.js';
+import { SandboxService } from './sandbox/sandbox.service.js';
+import { TemplatesRepository, type TemplateRow } from './templates/templates.repository.js';
+import { TemplatesService } from './templates/templates.service.js';
+import { UsersRepository } from './users/users.repository.js';
+import { UsersService } from './users/users.service.js';
+import { VisitorStreams } from './webchat/visitor-stream.js';
+import { VisitorTokens } from './webchat/visitor-token.js';
+import { WebchatWakeups } from './webchat/webchat-wakeups.js';
+import { WebchatRepository } from './webchat/webchat.repository.js';
+import { type WebchatLimits } from './webchat/webchat.routes.js';
+import { WebchatService } from './webchat/webchat.service.js';
+import { WebhooksRepository } from './webhooks/webhooks.repository.js';
+import { WebhooksService } from './webhooks/webhooks.service.js';
+
+export type AppConfig = Pick<
+  Config,
+  | 'adminToken'
+  | 'metricsToken'
+  | 'logLevel'
+  | 'allowPrivateTargets'
+  | 'sandboxAutoAdvance'
+  | 'sandboxDeliveredAfterMs'
+  | 'sandboxReadAfterMs'
+  | 'broadcastRatePerSecond'
+  | 'broadcastBatchSize'
+  | 'mediaFetchConcurrency'
+  | 'sandboxEnabled'
+  | 'metaGraphUrl'
+  | 'metaGraphVersion'
+  | 'publicUrl'
+  | 'secretsKey'
+  | 'mediaMaxBytes'
+> &
+  /** Believe no X-Forwarded-For when absent. */
+  Partial<Pick<Config, 'trustProxy'>>;
+
+export interface AppDeps {
+  config: AppConfig;
+  db: Db;
+  rateLimiter: RateLimiter;
+  clock: Clock;
+  /** Replaces the guarded media fetcher (benchmarks only). */
+  fetchMedia?: MediaFetcher;
+  /** Where services log outside a request (the HTTP app's logger; a new one by default). */
+  log?: FastifyBaseLogger;
+  /** How long a send's first attempt holds its job before a runner may send again (tests). */
+  sendLeaseMs?: number;
+  /** How long an API send waits for the provider's answer (tests; 10 s by default). */
+  sendWaitMs?: number;
+  /** Replaces the providers of some channels, whatever their connections (tests only). */
+  providers?: Partial<Record<Channel, ChannelProvider>>;
+  /**
+   * The database the process LISTENs on (read caches, event streams, widget streams); without
+   * one, the caches stay off and open streams poll every second.
+   */
+  eventFeedUrl?: string | null;
+  /** Keep-alive interval and caps of the live event streams (tests). */
+  eventStreams?: EventStreamLimits;
+  /** The webchat visitor endpoints' rate limits (tests; defaults otherwise). */
+  webchatLimits?: WebchatLimits;
+}
+
+/** Every service, built once from the few repositories and adapters each one uses. */
+export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
+  const { db, clock, config } = deps;
+  const log = deps.log ?? pino({ level: config.logLevel });
+  const tx = new Transactor(db);
+  const outbox = new Outbox(clock);
+  const jobs = new JobQueue(clock);
+  const usersRepo = new UsersRepository(db);
+  const conversationsRepo = new ConversationsRepository(db);
+  const messagesRepo = new MessagesRepository(db);
+  const broadcastsRepo = new BroadcastsRepository(db);
+  const metrics = new Metrics();
+
+  // Disabled (every read goes to the database) until a CacheFeed listens for changes.
+  const caches = {
+    keys: new ReadCache<KeyOwner>({ maxEntries: 10_000, ttlMs: 60_000 }),
+    contact: new ReadCache<Contact>({ maxEntries: 10_000, ttlMs: 60_000 }),
+    connection: new ReadCache<ResolvedProvider>({ maxEntries: 10_000, ttlMs: 60_000 }),
+    /** Connections by id, for the provider webhook routes (cleared on any connection change). */
+    connectionById: new ReadCache<ConnectionRow>({ maxEntries: 10_000, ttlMs: 60_000 }),
+    /** Approved templates by account and name. */
+    template: new ReadCache<TemplateRow>({ maxEntries: 10_000, ttlMs: 60_000 }),
+  };
+  const accounts = new AccountsService({
+    db,
+    accounts: new AccountsRepository(db),
+    clock,
+    cache: caches.keys,
+  });
+  const contacts = new ContactsService({
+    tx,
+    contacts: new ContactsRepository(db),
+    identities: new ContactIdentitiesRepository(db),
+    merges: new ContactMergeRepository(),
+    outbox,
+    clock,
+    cache: caches.contact,
+  });
+  const users = new UsersService({ tx, users: usersRepo, clock });
+  const webchatWakeups = new WebchatWakeups(db);
+  const webchatProvider = new WebchatProvider(webchatWakeups);
+  const sandbox = new SandboxProvider({
+    autoAdvance: config.sandboxAutoAdvance,
+    deliveredAfterMs: config.sandboxDeliveredAfterMs,
+    readAfterMs: config.sandboxReadAfterMs,
+  });
+  const graph = new GraphClient({
+    baseUrl: config.metaGraphUrl,
+    version: config.metaGraphVersion,
+    allowPrivateDownloads: config.allowPrivateTargets,
+  });
+  const connectionsRepo = new ConnectionsRepository(db);
+  const secretBox = config.secretsKey ? new SecretBox(config.secretsKey) : null;
+  // The connection shows Graph's refusal of its token until it is connected again.
+  const refused = (row: ConnectionRow, reason: string) =>
+    connections
+      .recordRefusal(row, reason)
+      .catch((err: unknown) =>
+        log.error({ err, connection: row.id }, 'recording a refused token failed'),
+      );
+  const providerIdAliases = new ProviderIdAliasesRepository(db);
+  // Messenger and Instagram both send through the Page's Send API with the page token.
+  const pageProvider =
+    (channel: 'messenger' | 'instagram'): ProviderFactory =>
+    ({ row, secrets }) =>
+      new PageMessagingProvider({
+        graph,
+        channel,
+        pageId: String(row.settings.page_id),
+        pageAccessToken: secrets.page_access_token!,
+        tokenRefused: (reason) => refused(row, reason),
+        // A caption's own message id names the message too (reads and deliveries may name it).
+        captionSent: (attachmentId, captionId) =>
+          providerIdAliases
+            .add(row.account_id, captionId, attachmentId, clock.now())
+            .catch((err: unknown) =>
+              log.error(
+                { err, connection: row.id, message: attachmentId },
+                'recording a caption’s message id failed; reports naming it will be dropped',
+              ),
+            ),
+        captionFailed: (attachmentId, reason) =>
+          log.warn(
+            { connection: row.id, message: attachmentId, reason },
+            'caption not sent; the attachment was, so the message stays sent without it',
+          ),
+      });
+  const resolver = new ConnectionProviderResolver({
+    connections: connectionsRepo,
+    secretBox,
+    sandbox,
+    sandboxEnabled: config.sandboxEnabled,
+    factories: {
+      messenger: pageProvider('messenger'),
+      instagram: pageProvider('instagram'),
+      whatsapp_cloud: ({ row, secrets }) =>
+        new WhatsAppCloudProvider({
+          graph,
+          phoneNumberId: String(row.settings.phone_number_id),
+          accessToken: secrets.access_token!,
+          tokenRefused: (reason) => refused(row, reason),
+        }),
+      webchat: () => webchatProvider,
+    },
+    cache: caches.connection,
+    overrides: deps.providers,
+  });
+  const webchatVisitors = new WebchatRepository(db);
+  const connections = new ConnectionsService({
+    tx,
+    connections: connectionsRepo,
+    graph,
+    secretBox,
+    clock,
+    publicUrl: config.publicUrl,
+    sandboxEnabled: config.sandboxEnabled,
+    changed: (accountId, channel) => {
+      resolver.forget(accountId, channel);
+      caches.connectionById.clear();
+    },
+    visitors: webchatVisitors,
+  });
+  const broadcastStats = new BroadcastStats({ broadcasts: broadcastsRepo, clock });
+  const pipeline = new SendPipeline({
+    db,
+    messages: messagesRepo,
+    providers: resolver,
+    jobs,
+    outbox,
+    metrics,
+    clock,
+    observer: broadcastStats,
+    leaseMs: deps.sendLeaseMs,
+  });
+  const templates = new TemplatesService({
+    tx,
+    templates: new TemplatesRepository(db),
+    cache: caches.template,
+    clock,
+    // Templates of an account whose WhatsApp is connected to the Cloud API are Meta's.
+    whatsappTemplates: async (accountId) => {
+      const row = await connectionsRepo.findByChannel(accountId, 'whatsapp');
+      if (!row || row.provider !== 'whatsapp_cloud' || !row.secrets || !secretBox) return null;
+      return new WhatsAppTemplates({
+        graph,
+        businessAccountId: String(row.settings.business_account_id),
+        accessToken: secretBox.open(row.secrets).access_token!,
+      });
+    },
+  });
+  const conversations = new ConversationsService({
+    tx,
+    conversations: conversationsRepo,
+    messages: messagesRepo,
+    users: usersRepo,
+    outbox,
+    clock,
+  });
+  const messages = new MessagesService({
+    tx,
+    messages: messagesRepo,
+    conversations: conversationsRepo,
+    contacts,
+    templates,
+    providers: resolver,
+    pipeline,
+    jobs,
+    observer: broadcastStats,
+    sendLeaseMs: deps.sendLeaseMs,
+    sendWaitMs: deps.sendWaitMs,
+    outbox,
+    fetchMedia:
+      deps.fetchMedia ??
+      mediaFetcher({
+        allowPrivate: config.allowPrivateTargets,
+        concurrency: config.mediaFetchConcurrency,
+      }),
+    clock,
+  });
+  const webhooks = new WebhooksService({
+    tx,
+    webhooks: new WebhooksRepository(db),
+    clock,
+    allowPrivate: config.allowPrivateTargets,
+  });
+  const broadcasts = new BroadcastsService({
+    tx,
+    broadcasts: broadcastsRepo,
+    messages,
+    providers: resolver,
+    templates,
+    jobs,
+    outbox,
+    clock,
+    batchSize: config.broadcastBatchSize,
+    ratePerSecond: config.broadcastRatePerSecond,
+    metrics,
+  });
+  const media = new MediaService({
+    media: new MediaRepository(db),
+    clock,
+    publicUrl: config.publicUrl,
+    allowPrivate: config.allowPrivateTargets,
+  });
+  const inbound = new InboundWebhooksService({
+    tx,
+    tokenRefused: refused,
+    webhooks: new InboundWebhooksRepository(db),
+    providerIdAliases,
+    connections: connectionsRepo,
+    connectionCache: caches.connectionById,
+    secrets: secretBox,
+    jobs,
+    // Provider messages and reports take the path, and emit the events, of every other.
+    sink: {
+      receive: async (scope, m) => {
+        await messages.receive(scope, m);
+        return 'recorded';
+      },
+      receiveMany: async (scope, ms) =>
+        (await messages.receiveMany(scope, ms)).map((r) =>
+          r instanceof AppError ? r : ('recorded' as const),
+        ),
+      knowsIdentity: (scope, who) => messages.knowsIdentity(scope, who),
+      nameIdentity: (scope, who) =>
+        contacts.nameIdentityIfUnnamed(scope, who.channel, who.identity, who.name),
+      applyStatusUpTo: (scope, report) => messages.applyStatusUpTo(scope, report),
+      applyProviderStatusMany: (scope, updates) => messages.applyProviderStatusMany(scope, updates),
+      applyProviderStatus: async (scope, u) =>
+        (await messages.applyProviderStatus(scope, { ...u, reason: u.reason ?? undefined }))
+          ? 'applied'
+          : 'unknown',
+    },
+    templates: {
+      onTemplateStatus: async (accountId, update) => {
+        await templates.applyProviderStatus(accountId, update);
+      },
+    },
+    media,
+    graph,
+    mediaMaxBytes: config.mediaMaxBytes,
+    clock,
+    log,
+  });
+  // One listening connection per process: the read caches', the event streams' and the widget's.
+  const streamLog = deps.log ?? pino({ level: config.logLevel });
+  const notifications = new Notifications({ url: deps.eventFeedUrl ?? null, log: streamLog });
+  const eventFeed = new EventFeed({ notifications });
+  const eventStreams = new EventStreamService({
+    events: new EventsRepository(db),
+    feed: eventFeed,
+    clock,
+    log: streamLog,
+    limits: deps.eventStreams,
+  });
+  const webchat = new WebchatService({
+    tx,
+    webchat: webchatVisitors,
+    connections: connectionsRepo,
+    contacts,
+    messages,
+    secretBox,
+    tokens: config.secretsKey ? new VisitorTokens(config.secretsKey) : null,
+    wakeups: webchatWakeups,
+    clock,
+  });
+  const visitorStreams = new VisitorStreams({ webchat, limits: deps.webchatLimits });
+  const jobHandlers = [
+    sandboxStatusJob(messages),
+    broadcastSendJob(broadcasts, new ClaimKeeper({ db, clock, jobs })),
+    messageSendJob(messages, messagesRepo),
+    inboundWebhookJob(inbound),
+    contactProfileJob(inbound),
+  ] as JobHandler[];
+  return {
+    accounts,
+    contacts,
+    users,
+    templates,
+    conversations,
+    messages,
+    sandbox,
+    sandboxControls: new SandboxService({ sandbox, messages, templates, connections }),
+    webhooks,
+    broadcasts,
+    connections,
+    resolver,
+    graph,
+    inbound,
+    media,
+    notifications,
+    eventFeed,
+    eventStreams,
+    webchat,
+    visitorStreams,
+    jobHandlers,
+    caches,
+    metrics,
+  };
+}
+export type Services = ReturnType<typeof buildServices>;
