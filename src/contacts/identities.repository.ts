@@ -13,49 +13,22 @@ export class ContactIdentitiesRepository {
   constructor(private readonly db: Db) {}
 
   /** The contact with this identity on the channel, if any (no lock). */
-  async findByIdentity(
+  findByIdentity(
     accountId: string,
     channel: IdentityChannel,
     externalId: string,
   ): Promise<ContactRecord | undefined> {
-    return this.db
-      .selectFrom('contacts')
-      .select(CONTACT_COLUMNS)
-      .select(IDENTITIES)
-      .where('account_id', '=', accountId)
-      .where('id', '=', (eb) =>
-        eb
-          .selectFrom('contact_identities')
-          .select('contact_id')
-          .where('account_id', '=', accountId)
-          .where('channel', '=', channel)
-          .where('external_id', '=', externalId),
-      )
-      .executeTakeFirst();
+    return byIdentity(this.db, accountId, channel, externalId).executeTakeFirst();
   }
 
   /** The contact with this identity on the channel, held as lockByPhone holds it. */
-  async lockByIdentity(
+  lockByIdentity(
     trx: Tx,
     accountId: string,
     channel: IdentityChannel,
     externalId: string,
   ): Promise<ContactRecord | undefined> {
-    return trx
-      .selectFrom('contacts')
-      .select(CONTACT_COLUMNS)
-      .select(IDENTITIES)
-      .where('account_id', '=', accountId)
-      .where('id', '=', (eb) =>
-        eb
-          .selectFrom('contact_identities')
-          .select('contact_id')
-          .where('account_id', '=', accountId)
-          .where('channel', '=', channel)
-          .where('external_id', '=', externalId),
-      )
-      .forKeyShare()
-      .executeTakeFirst();
+    return byIdentity(trx, accountId, channel, externalId).forKeyShare().executeTakeFirst();
   }
 
   async deleteIdentity(
@@ -122,4 +95,21 @@ export class ContactIdentitiesRepository {
       RETURNING id`.execute(trx);
     return result.rows.length > 0;
   }
+}
+
+/** The contact holding this identity on the channel, with its columns and identities. */
+function byIdentity(db: Db | Tx, accountId: string, channel: IdentityChannel, externalId: string) {
+  return db
+    .selectFrom('contacts')
+    .select(CONTACT_COLUMNS)
+    .select(IDENTITIES)
+    .where('account_id', '=', accountId)
+    .where('id', '=', (eb) =>
+      eb
+        .selectFrom('contact_identities')
+        .select('contact_id')
+        .where('account_id', '=', accountId)
+        .where('channel', '=', channel)
+        .where('external_id', '=', externalId),
+    );
 }
