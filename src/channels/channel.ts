@@ -82,11 +82,11 @@ export interface ChannelProvider {
    */
   readonly templatesBypassWindow: boolean;
   /**
-   * True when the provider reaches any contact, with or without an address on the channel (the
-   * sandbox, which simulates every contact); a real provider (absent or false) reaches only a
-   * contact with an identity there.
+   * Whether the provider reaches any contact, with or without an address on the channel: the
+   * sandbox does (it simulates every contact); a real provider reaches only a contact with an
+   * identity there (a phone on WhatsApp, the person's id elsewhere).
    */
-  readonly reachesAnyContact?: boolean;
+  readonly reachesAnyContact: boolean;
   /**
    * Hands one message to the provider. Never called inside a database transaction. Answers
    * with the outcome rather than throwing; anything thrown counts as a temporary failure.

@@ -809,6 +809,7 @@ describe('the provider resolver', () => {
       {
         name: 'whatsapp_cloud' as const,
         templatesBypassWindow: true,
+        reachesAnyContact: false,
         send: () => Promise.resolve({ status: 'accepted' as const, providerMessageId: 'wamid' }),
       },
       { token: secrets.access_token, connectionId: row.id },
@@ -973,6 +974,7 @@ describe('the provider resolver', () => {
     const fake: ChannelProvider = {
       name: 'whatsapp_cloud',
       templatesBypassWindow: true,
+      reachesAnyContact: false,
       send: (m, s) => sandbox.send(m, s),
     };
     const resolver = resolverOn({ cache, sandboxEnabled: false, overrides: { whatsapp: fake } });

@@ -43,6 +43,7 @@ class RecordingProvider implements ChannelProvider {
     this.templatesBypassWindow = name === 'whatsapp_cloud';
   }
   readonly templatesBypassWindow: boolean;
+  readonly reachesAnyContact = false;
   send(message: OutboundMessage): Promise<SendOutcome> {
     this.sent.push(message);
     return Promise.resolve(

@@ -20,6 +20,7 @@ const sentOnMessenger: OutboundMessage[] = [];
 const messenger: ChannelProvider = {
   name: 'messenger',
   templatesBypassWindow: false,
+  reachesAnyContact: false,
   send: (m) => {
     sentOnMessenger.push(m);
     return Promise.resolve({ status: 'accepted', providerMessageId: `mid.${m.messageId}` });

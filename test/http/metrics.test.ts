@@ -219,6 +219,7 @@ describe('provider errors', () => {
   const failing: ChannelProvider = {
     name: 'webchat',
     templatesBypassWindow: true,
+    reachesAnyContact: false,
     send: () => Promise.resolve({ status: 'failed', reason: '(#131026) Message undeliverable' }),
   };
   let t: TestApp;

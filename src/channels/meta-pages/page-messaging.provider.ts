@@ -39,6 +39,7 @@ export class PageMessagingProvider implements ChannelProvider {
   readonly name: PageChannel;
   /** Meta has no approved templates on Messenger or Instagram: they follow the window. */
   readonly templatesBypassWindow = false;
+  readonly reachesAnyContact = false;
 
   constructor(private readonly opts: PageMessagingOptions) {
     this.name = opts.channel;

@@ -13,6 +13,7 @@ export interface VisitorWakeups {
 export class WebchatProvider implements ChannelProvider {
   readonly name = 'webchat' as const;
   readonly templatesBypassWindow = true;
+  readonly reachesAnyContact = false;
 
   constructor(private readonly wakeups: VisitorWakeups) {}
 

@@ -25,6 +25,7 @@ interface SendAnswer {
 export class WhatsAppCloudProvider implements ChannelProvider {
   readonly name = 'whatsapp_cloud';
   readonly templatesBypassWindow = true;
+  readonly reachesAnyContact = false;
 
   constructor(private readonly opts: WhatsAppCloudOptions) {}
 

@@ -68,14 +68,6 @@ export interface SendRequest {
 }
 
 /**
- * Whether the provider reaches any contact, or (a real provider) only one with an address on
- * the channel: the sandbox addresses every contact.
- */
-export function reachesAnyContact(provider: ChannelProvider): boolean {
-  return provider.reachesAnyContact === true;
-}
-
-/**
  * The refusal of a contact a real provider cannot reach: on messenger, instagram and webchat
  * the person must have written first, on whatsapp the contact needs a phone.
  */
@@ -300,7 +292,7 @@ function toSend(
     row,
     contactId,
     channel,
-    anyContact: reachesAnyContact(provider),
+    anyContact: provider.reachesAnyContact,
     windowed: windowed(channel, provider, row.type),
   };
 }

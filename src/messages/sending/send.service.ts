@@ -11,13 +11,7 @@ import { toMessage } from '../messages.present.js';
 import type { MessageRow, QueuedMessage } from '../messages.repository.js';
 import type { Message, SendMessageBody } from '../messages.schema.js';
 import type { QueuedSend, SendPipeline } from '../send-pipeline.js';
-import {
-  noIdentity,
-  reachesAnyContact,
-  type MessageQueue,
-  type QueueResult,
-  type SendRequest,
-} from './queue.js';
+import { noIdentity, type MessageQueue, type QueueResult, type SendRequest } from './queue.js';
 
 /** How long the API waits for the provider's answer before answering `queued`. */
 export const SEND_WAIT_MS = 10_000;
@@ -69,7 +63,7 @@ export class SendService {
       scope.accountId,
       body.channel,
     );
-    if (!reachesAnyContact(provider) && !contact.identities.some((i) => i.channel === body.channel))
+    if (!provider.reachesAnyContact && !contact.identities.some((i) => i.channel === body.channel))
       throw noIdentity(body.channel, contact.id);
     let media: FetchedMedia | null = null;
     if (body.type === 'image' || body.type === 'document') {
