@@ -170,7 +170,10 @@ export class BroadcastsRepository {
   /**
    * Which of these contacts are recipients of the broadcast already. Recipients are only added
    * with the broadcast's row locked (see `addRecipients`), so while the caller holds that lock
-   * the answer stays true until it commits.
+   * the answer stays true until it commits. Each contact is looked up by the whole recipient
+   * key (the LIMIT in the lateral lookup keeps it so): with `contact_id = ANY(...)` instead, the
+   * generic plan of a table without statistics (a first large fan-out) filters every recipient
+   * of the broadcast for every batch, and a fan-out becomes quadratic.
    */
   async recipientsAmong(
     trx: Tx,
@@ -179,13 +182,14 @@ export class BroadcastsRepository {
     contactIds: string[],
   ): Promise<Set<string>> {
     if (contactIds.length === 0) return new Set();
-    const rows = await trx
-      .selectFrom('broadcast_recipients')
-      .select('contact_id')
-      .where('account_id', '=', accountId)
-      .where('broadcast_id', '=', broadcastId)
-      .where('contact_id', '=', (eb) => eb.fn.any(eb.val(contactIds)))
-      .execute();
+    const { rows } = await sql<{ contact_id: string }>`
+      SELECT r.contact_id
+      FROM unnest(${contactIds}::text[]) AS c(id)
+      CROSS JOIN LATERAL (
+        SELECT r.contact_id FROM broadcast_recipients r
+        WHERE r.account_id = ${accountId} AND r.broadcast_id = ${broadcastId} AND r.contact_id = c.id
+        LIMIT 1
+      ) AS r`.execute(trx);
     return new Set(rows.map((r) => r.contact_id));
   }
 
