@@ -93,31 +93,36 @@ export class MessagesRepository {
       if (finished.length > 0) await deleteHeldJobs(finished).execute(trx);
       return [];
     }
-    // Each row names its message by the whole key (account, id), and the join is on both: with
-    // the account as a constant, a table without statistics yet (a first large broadcast fills
-    // it) is estimated at a few hundred rows for the account, and the plan read every message
-    // of the account for each batch (quadratic: 50-250 ms a batch of 500 at 100,000 messages).
-    const values = sql.join(
-      records.map(
-        (r) =>
-          sql`(${accountId}, ${r.id}, ${r.status}, ${r.status === 'sent' ? r.providerMessageId : null}, ${r.status === 'failed' ? r.reason.slice(0, 2000) : null})`,
-      ),
-    );
+    // Each message is locked and read by its whole key (account, id) in a LATERAL lookup, in
+    // id order (two statements never lock the same messages in opposite orders), so that the
+    // lookups never become a scan of the account's messages: as a join, a batch of hundreds was
+    // planned as one for every batch. The update then joins on the whole key too.
+    const byId = [...records].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    const column = <T>(pick: (r: OutboundRecord) => T) => byId.map(pick);
     const update = sql`
       UPDATE messages m SET
-        status = CASE WHEN old.status = 'queued' THEN v.status ELSE m.status END,
-        failure_reason = CASE WHEN old.status = 'queued' THEN v.failure_reason ELSE m.failure_reason END,
-        provider_message_id = COALESCE(m.provider_message_id, v.provider_message_id),
+        status = CASE WHEN old.from_status = 'queued' THEN old.status ELSE m.status END,
+        failure_reason = CASE WHEN old.from_status = 'queued' THEN old.failure_reason ELSE m.failure_reason END,
+        provider_message_id = COALESCE(m.provider_message_id, old.provider_message_id),
         updated_at = ${now}
-      FROM v JOIN old ON old.id = v.id
-      WHERE m.account_id = v.account_id AND m.id = v.id
-        AND (old.status = 'queued' OR (m.provider_message_id IS NULL AND v.provider_message_id IS NOT NULL))
-      RETURNING m.*, old.status AS from_status`;
+      FROM old
+      WHERE m.account_id = old.account_id AND m.id = old.id
+        AND (old.from_status = 'queued' OR (m.provider_message_id IS NULL AND old.provider_message_id IS NOT NULL))
+      RETURNING m.*, old.from_status`;
     const result = await sql<MessageRow & { from_status: MessageStatus }>`
-      WITH v (account_id, id, status, provider_message_id, failure_reason) AS (VALUES ${values}),
-      old AS (
-        SELECT m.id, m.status FROM messages m JOIN v ON m.account_id = v.account_id AND m.id = v.id
-        FOR UPDATE OF m
+      WITH old AS MATERIALIZED (
+        SELECT v.account_id, v.id, v.status, v.provider_message_id, v.failure_reason,
+               cur.status AS from_status
+        FROM unnest(${column(() => accountId)}::text[], ${column((r) => r.id)}::text[],
+                    ${column((r) => r.status)}::text[],
+                    ${column((r) => (r.status === 'sent' ? r.providerMessageId : null))}::text[],
+                    ${column((r) => (r.status === 'failed' ? r.reason.slice(0, 2000) : null))}::text[])
+          AS v(account_id, id, status, provider_message_id, failure_reason)
+        CROSS JOIN LATERAL (
+          SELECT m.status FROM messages m
+          WHERE m.account_id = v.account_id AND m.id = v.id
+          LIMIT 1 FOR UPDATE
+        ) cur
       )${finished.length > 0 ? sql`, finished AS (${deleteHeldJobs(finished)})` : sql``}
       ${
         after.length === 0

@@ -56,7 +56,10 @@ export class QueueRepository {
    * Rows are locked in one order everywhere (account, channel, contact; contacts first, then
    * conversations); with sends of both kinds, every existing conversation is locked in one
    * sorted pass before any is created, so that two statements never take two rows in opposite
-   * orders. Answers every recipient found, with its conversation and its messages queued.
+   * orders. Each contact and conversation is looked up by its own key (a LATERAL lookup per
+   * recipient, which also takes the locks in the recipients' order): as a join, a batch of
+   * hundreds was planned as a scan of the account's whole table, the cost of which grows with
+   * the table. Answers every recipient found, with its conversation and its messages queued.
    */
   async queue(
     db: Tx | Db,
@@ -107,22 +110,28 @@ export class QueueRepository {
                t.opens, ct.phone, ci.external_id,
                t.any_contact OR CASE WHEN t.by_phone THEN ct.phone ELSE ci.external_id END
                  IS NOT NULL AS reachable
-        FROM target t
-        JOIN contacts ct ON ct.account_id = t.account_id AND ct.id = t.contact_id
+        FROM (SELECT * FROM target ORDER BY account_id, channel COLLATE "C", contact_id) t
+        CROSS JOIN LATERAL (
+          SELECT ct.account_id, ct.id, ct.phone FROM contacts ct
+          WHERE ct.account_id = t.account_id AND ct.id = t.contact_id
+          LIMIT 1 FOR KEY SHARE
+        ) ct
         LEFT JOIN contact_identities ci
           ON ci.account_id = ct.account_id AND ci.contact_id = ct.id AND ci.channel = t.channel
-        ORDER BY ct.account_id, t.channel COLLATE "C", ct.id
-        FOR KEY SHARE OF ct
       ),
       existing AS MATERIALIZED (
         SELECT c.account_id, c.id, a.windowed, a.opens,
                coalesce(c.last_inbound_at > ${opts.windowStart}::timestamptz, false) AS in_window
-        FROM address a
-        JOIN conversations c
-          ON c.account_id = a.account_id AND c.contact_id = a.contact_id AND c.channel = a.channel
-        WHERE ${sends.some((s) => s.windowed)} AND a.reachable
-        ORDER BY c.account_id, c.channel COLLATE "C", c.contact_id
-        FOR UPDATE OF c
+        FROM (
+          SELECT * FROM address
+          WHERE ${sends.some((s) => s.windowed)} AND reachable
+          ORDER BY account_id, channel COLLATE "C", contact_id
+        ) a
+        CROSS JOIN LATERAL (
+          SELECT c.account_id, c.id, c.last_inbound_at FROM conversations c
+          WHERE c.account_id = a.account_id AND c.contact_id = a.contact_id AND c.channel = a.channel
+          LIMIT 1 FOR UPDATE
+        ) c
       ),
       touched AS (
         UPDATE conversations c SET status = 'open', updated_at = ${now}
