@@ -62,6 +62,17 @@ const CUSTOM_PLAN_MARK = '/* custom plan */';
  */
 export const FIXED_TEXT = sql.raw('/* fixed text */');
 const FIXED_TEXT_MARK = '/* fixed text */';
+
+/**
+ * An array parameter whose length the planner does not see: `unnest(${batchArray(ids, 'text')})`
+ * is estimated at a few rows, as in a generic plan, however many it holds. A batch of hundreds
+ * joined to a large table is then planned as what it is, one index lookup per row: seen at its
+ * real length, it was planned as a scan and hash of the whole table whenever that table was
+ * still small enough (tens of thousands of rows) for the scan to look cheaper than the lookups.
+ */
+export function batchArray(values: readonly unknown[], type: 'text' | 'timestamptz' | 'jsonb') {
+  return sql`(SELECT ${values}::${sql.raw(type)}[])`;
+}
 const MAX_PREPARED_TEXT = 4_000;
 
 function preparingPool(pool: pg.Pool): PostgresPool {

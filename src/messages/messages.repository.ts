@@ -1,5 +1,5 @@
 import { sql, type Insertable, type Selectable } from 'kysely';
-import type { Db, Tx } from '../db/database.js';
+import { batchArray, type Db, type Tx } from '../db/database.js';
 import type { Channel, JobsTable, MessageStatus, MessagesTable } from '../db/schema.js';
 import { addressOn } from '../contacts/identities.js';
 import { deleteHeldJobs, type HeldJob } from '../jobs/job-queue.js';
@@ -94,9 +94,9 @@ export class MessagesRepository {
       return [];
     }
     // Each message is locked and read by its whole key (account, id) in a LATERAL lookup, in
-    // id order (two statements never lock the same messages in opposite orders), so that the
-    // lookups never become a scan of the account's messages: as a join, a batch of hundreds was
-    // planned as one for every batch. The update then joins on the whole key too.
+    // id order (two statements never lock the same messages in opposite orders), and the update
+    // joins on the whole key too; the batch's length is hidden from the planner (`batchArray`),
+    // so that neither becomes a scan of the account's messages for every batch.
     const byId = [...records].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
     const column = <T>(pick: (r: OutboundRecord) => T) => byId.map(pick);
     const update = sql`
@@ -113,10 +113,11 @@ export class MessagesRepository {
       WITH old AS MATERIALIZED (
         SELECT v.account_id, v.id, v.status, v.provider_message_id, v.failure_reason,
                cur.status AS from_status
-        FROM unnest(${column(() => accountId)}::text[], ${column((r) => r.id)}::text[],
-                    ${column((r) => r.status)}::text[],
-                    ${column((r) => (r.status === 'sent' ? r.providerMessageId : null))}::text[],
-                    ${column((r) => (r.status === 'failed' ? r.reason.slice(0, 2000) : null))}::text[])
+        FROM unnest(${batchArray(column(() => accountId), 'text')},
+                    ${batchArray(column((r) => r.id), 'text')},
+                    ${batchArray(column((r) => r.status), 'text')},
+                    ${batchArray(column((r) => (r.status === 'sent' ? r.providerMessageId : null)), 'text')},
+                    ${batchArray(column((r) => (r.status === 'failed' ? r.reason.slice(0, 2000) : null)), 'text')})
           AS v(account_id, id, status, provider_message_id, failure_reason)
         CROSS JOIN LATERAL (
           SELECT m.status FROM messages m

@@ -116,8 +116,11 @@ export class QueueRepository {
           WHERE ct.account_id = t.account_id AND ct.id = t.contact_id
           LIMIT 1 FOR KEY SHARE
         ) ct
-        LEFT JOIN contact_identities ci
-          ON ci.account_id = ct.account_id AND ci.contact_id = ct.id AND ci.channel = t.channel
+        LEFT JOIN LATERAL (
+          SELECT ci.external_id FROM contact_identities ci
+          WHERE ci.account_id = ct.account_id AND ci.contact_id = ct.id AND ci.channel = t.channel
+          LIMIT 1
+        ) ci ON true
       ),
       existing AS MATERIALIZED (
         SELECT c.account_id, c.id, a.windowed, a.opens,
