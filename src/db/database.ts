@@ -70,7 +70,10 @@ const FIXED_TEXT_MARK = '/* fixed text */';
  * real length, it was planned as a scan and hash of the whole table whenever that table was
  * still small enough (tens of thousands of rows) for the scan to look cheaper than the lookups.
  */
-export function batchArray(values: readonly unknown[], type: 'text' | 'timestamptz' | 'jsonb') {
+export function batchArray(
+  values: readonly unknown[],
+  type: 'text' | 'boolean' | 'int' | 'timestamptz' | 'jsonb',
+) {
   return sql`(SELECT ${values}::${sql.raw(type)}[])`;
 }
 const MAX_PREPARED_TEXT = 4_000;

@@ -113,11 +113,26 @@ export class MessagesRepository {
       WITH old AS MATERIALIZED (
         SELECT v.account_id, v.id, v.status, v.provider_message_id, v.failure_reason,
                cur.status AS from_status
-        FROM unnest(${batchArray(column(() => accountId), 'text')},
-                    ${batchArray(column((r) => r.id), 'text')},
-                    ${batchArray(column((r) => r.status), 'text')},
-                    ${batchArray(column((r) => (r.status === 'sent' ? r.providerMessageId : null)), 'text')},
-                    ${batchArray(column((r) => (r.status === 'failed' ? r.reason.slice(0, 2000) : null)), 'text')})
+        FROM unnest(${batchArray(
+          column(() => accountId),
+          'text',
+        )},
+                    ${batchArray(
+                      column((r) => r.id),
+                      'text',
+                    )},
+                    ${batchArray(
+                      column((r) => r.status),
+                      'text',
+                    )},
+                    ${batchArray(
+                      column((r) => (r.status === 'sent' ? r.providerMessageId : null)),
+                      'text',
+                    )},
+                    ${batchArray(
+                      column((r) => (r.status === 'failed' ? r.reason.slice(0, 2000) : null)),
+                      'text',
+                    )})
           AS v(account_id, id, status, provider_message_id, failure_reason)
         CROSS JOIN LATERAL (
           SELECT m.status FROM messages m

@@ -3,6 +3,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BroadcastsRepository } from '../../src/broadcasts/broadcasts.repository.js';
 import { MessagesRepository } from '../../src/messages/messages.repository.js';
+import { QueueRepository } from '../../src/messages/sending/queue.repository.js';
 import type { Tables } from '../../src/db/schema.js';
 import { createPrivateDatabase } from '../helpers.js';
 
@@ -49,24 +50,34 @@ afterAll(async () => {
   await database.drop();
 });
 
-/** A parameter as an SQL literal (EXECUTE takes no bind parameters): text, arrays of text, dates. */
+/** A parameter as an SQL literal (EXECUTE takes no bind parameters): text, booleans, numbers, dates, arrays of them. */
 function literal(value: unknown): string {
-  if (value === null) return 'NULL';
+  if (value === null || value === undefined) return 'NULL';
   if (Array.isArray(value)) {
-    const items = (value as (string | null)[]).map((v) =>
-      v === null ? 'NULL' : `"${v.replace(/["\\]/g, '\\$&')}"`,
+    const items = (value as unknown[]).map((v) =>
+      v === null || v === undefined ? 'NULL' : `"${scalar(v).replace(/["\\]/g, '\\$&')}"`,
     );
     return pg.escapeLiteral(`{${items.join(',')}}`);
   }
-  if (typeof value === 'string') return pg.escapeLiteral(value);
-  if (value instanceof Date) return pg.escapeLiteral(value.toISOString());
+  return pg.escapeLiteral(scalar(value));
+}
+
+function scalar(value: unknown): string {
+  if (typeof value === 'string') return value;
+  if (typeof value === 'boolean' || typeof value === 'number') return String(value);
+  if (value instanceof Date) return value.toISOString();
   throw new TypeError(`no literal for ${typeof value}`);
 }
 
-/** The generic plan of `query`, as a named prepared statement would run it. */
-async function genericPlan(query: CompiledQuery): Promise<string> {
+/**
+ * The plan of `query` as a named prepared statement would run it (`generic`, planned without the
+ * parameters' values), or as an unnamed one does (`custom`, planned for them).
+ */
+async function planOf(query: CompiledQuery, mode: 'generic' | 'custom'): Promise<string> {
   return db.transaction().execute(async (trx) => {
-    await sql`SET LOCAL plan_cache_mode = force_generic_plan`.execute(trx);
+    await sql`SET LOCAL plan_cache_mode = ${sql.raw(mode === 'generic' ? 'force_generic_plan' : 'force_custom_plan')}`.execute(
+      trx,
+    );
     await sql`PREPARE plan_probe AS ${sql.raw(query.sql)}`.execute(trx);
     const args = sql.raw(query.parameters.map(literal).join(', '));
     const { rows } = await sql<{
@@ -76,6 +87,8 @@ async function genericPlan(query: CompiledQuery): Promise<string> {
     return rows.map((r) => r['QUERY PLAN']).join('\n');
   });
 }
+
+const genericPlan = (query: CompiledQuery) => planOf(query, 'generic');
 
 describe('fan-out statement plans on a table without statistics', () => {
   it("looks a batch's contacts up by the whole recipient key, never by reading the whole broadcast", async () => {
@@ -137,8 +150,72 @@ describe('fan-out statement plans on a table without statistics', () => {
     const update = statements.find((q) => q.sql.includes('UPDATE messages'));
     expect(update).toBeDefined();
 
-    const plan = await genericPlan(update!);
-    expect(plan).toContain('Index Scan using messages_pkey on messages');
-    expect(plan).not.toMatch(/(Seq|Bitmap Heap) Scan on messages/);
+    // Planned for its values too (it returns every column, so it is never prepared by name):
+    // the batch's 500 rows must not make a hash of the account's messages look cheaper.
+    await sql`ANALYZE messages`.execute(db);
+    for (const mode of ['generic', 'custom'] as const) {
+      const plan = await planOf(update!, mode);
+      expect(plan).toContain('Index Scan using messages_pkey on messages');
+      expect(plan).not.toMatch(/(Seq|Bitmap Heap) Scan on messages/);
+      expect(plan).not.toContain('Hash');
+    }
+  });
+
+  it("queues a batch by looking each recipient's contact and conversation up by key", async () => {
+    await sql`
+      INSERT INTO contacts (account_id, id, phone, name, tags, custom_fields, created_at, updated_at)
+      SELECT 'acc_plan', 'con_' || lpad(i::text, 8, '0'), '+1415' || lpad(i::text, 7, '0'),
+             'Plan ' || i, '{}', '{}', now(), now()
+      FROM generate_series(1, 20000) AS i`.execute(db);
+    // Half of them with a conversation on the channel already.
+    await sql`
+      INSERT INTO conversations (account_id, id, contact_id, channel, status, created_at, updated_at)
+      SELECT 'acc_plan', 'conv_q' || i, 'con_' || lpad(i::text, 8, '0'), 'webchat', 'open', now(), now()
+      FROM generate_series(1, 20000, 2) AS i`.execute(db);
+    await sql`ANALYZE contacts`.execute(db);
+    await sql`ANALYZE conversations`.execute(db);
+    statements.length = 0;
+    const now = new Date();
+    const sends = Array.from({ length: 500 }, (_, i) => ({
+      row: {
+        account_id: 'acc_plan',
+        id: `msg_q${i}`,
+        direction: 'outbound' as const,
+        type: 'text' as const,
+        content: 'Hello',
+        media_url: null,
+        template_name: null,
+        template_language: null,
+        template_params: null,
+        status: 'queued' as const,
+        failure_reason: null,
+        provider_message_id: null,
+        broadcast_id: 'bc_plan',
+        created_at: now,
+        updated_at: now,
+      },
+      contactId: `con_${String(i + 1).padStart(8, '0')}`,
+      channel: 'webchat' as const,
+      anyContact: true,
+      windowed: i % 2 === 0,
+    }));
+    await db
+      .transaction()
+      .execute(async (trx) => {
+        await new QueueRepository().queue(trx, sends, now, { windowStart: now });
+        throw new Rollback();
+      })
+      .catch((err: unknown) => {
+        if (!(err instanceof Rollback)) throw err;
+      });
+    const queue = statements.find((q) => q.sql.includes('WITH target AS'));
+    expect(queue).toBeDefined();
+    const plan = await planOf(queue!, 'custom');
+    expect(plan).toContain('Index Scan using contacts_pkey on contacts');
+    expect(plan).toContain('Index Scan using conversations_contact_channel on conversations');
+    expect(plan).toContain('Index Scan using conversations_pkey on conversations');
+    expect(plan).not.toMatch(/(Seq|Bitmap Heap) Scan on (contacts|conversations|contact_identities)/);
   });
 });
+
+class Rollback extends Error {}

@@ -1,5 +1,5 @@
 import { sql, type Insertable } from 'kysely';
-import { FIXED_TEXT, type Db, type Tx } from '../../db/database.js';
+import { batchArray, FIXED_TEXT, type Db, type Tx } from '../../db/database.js';
 import type { Channel, JobsTable } from '../../db/schema.js';
 import { addressedByPhone } from '../../contacts/identities.js';
 import { newId } from '../../ids.js';
@@ -96,12 +96,33 @@ export class QueueRepository {
       WITH target AS (
         SELECT account_id, contact_id, channel, conversation_id, any_contact, by_phone, windowed,
                opens
-        FROM unnest(${t.map((x) => x.send.row.account_id)}::text[],
-                    ${t.map((x) => x.send.contactId)}::text[],
-                    ${t.map((x) => x.send.channel)}::text[], ${conversationIds}::text[],
-                    ${t.map((x) => x.send.anyContact)}::boolean[],
-                    ${t.map((x) => addressedByPhone(x.send.channel))}::boolean[],
-                    ${t.map((x) => x.windowed)}::boolean[], ${t.map((x) => x.opens)}::boolean[])
+        FROM unnest(${batchArray(
+          t.map((x) => x.send.row.account_id),
+          'text',
+        )},
+                    ${batchArray(
+                      t.map((x) => x.send.contactId),
+                      'text',
+                    )},
+                    ${batchArray(
+                      t.map((x) => x.send.channel),
+                      'text',
+                    )}, ${batchArray(conversationIds, 'text')},
+                    ${batchArray(
+                      t.map((x) => x.send.anyContact),
+                      'boolean',
+                    )},
+                    ${batchArray(
+                      t.map((x) => addressedByPhone(x.send.channel)),
+                      'boolean',
+                    )},
+                    ${batchArray(
+                      t.map((x) => x.windowed),
+                      'boolean',
+                    )}, ${batchArray(
+                      t.map((x) => x.opens),
+                      'boolean',
+                    )})
           AS v(account_id, contact_id, channel, conversation_id, any_contact, by_phone, windowed,
                opens)
       ),
@@ -162,19 +183,78 @@ export class QueueRepository {
         SELECT account_id, id, contact_id, channel, windowed, type, content, media_url,
                template_name, template_language, template_params, broadcast_id, job_id, job_kind,
                job_payload, job_run_at, job_locked_until, job_attempts, job_created_at, ord
-        FROM unnest(${params((r) => r.account_id)}::text[], ${params((r) => r.id)}::text[],
-                    ${sends.map((s) => s.contactId)}::text[], ${sends.map((s) => s.channel)}::text[],
-                    ${sends.map((s) => s.windowed)}::boolean[],
-                    ${params((r) => r.type)}::text[], ${params((r) => r.content)}::text[],
-                    ${params((r) => r.media_url)}::text[], ${params((r) => r.template_name)}::text[],
-                    ${params((r) => r.template_language)}::text[],
-                    ${params((r) => (r.template_params === null ? null : JSON.stringify(r.template_params)))}::jsonb[],
-                    ${params((r) => r.broadcast_id)}::text[],
-                    ${job((j) => j.id)}::text[], ${job((j) => j.kind)}::text[],
-                    ${job((j) => j.payload)}::jsonb[], ${job((j) => j.run_at)}::timestamptz[],
-                    ${job((j) => j.locked_until ?? null)}::timestamptz[],
-                    ${job((j) => j.attempts ?? 0)}::int[],
-                    ${job((j) => j.created_at)}::timestamptz[])
+        FROM unnest(${batchArray(
+          params((r) => r.account_id),
+          'text',
+        )}, ${batchArray(
+          params((r) => r.id),
+          'text',
+        )},
+                    ${batchArray(
+                      sends.map((s) => s.contactId),
+                      'text',
+                    )}, ${batchArray(
+                      sends.map((s) => s.channel),
+                      'text',
+                    )},
+                    ${batchArray(
+                      sends.map((s) => s.windowed),
+                      'boolean',
+                    )},
+                    ${batchArray(
+                      params((r) => r.type),
+                      'text',
+                    )}, ${batchArray(
+                      params((r) => r.content),
+                      'text',
+                    )},
+                    ${batchArray(
+                      params((r) => r.media_url),
+                      'text',
+                    )}, ${batchArray(
+                      params((r) => r.template_name),
+                      'text',
+                    )},
+                    ${batchArray(
+                      params((r) => r.template_language),
+                      'text',
+                    )},
+                    ${batchArray(
+                      params((r) =>
+                        r.template_params === null ? null : JSON.stringify(r.template_params),
+                      ),
+                      'jsonb',
+                    )},
+                    ${batchArray(
+                      params((r) => r.broadcast_id),
+                      'text',
+                    )},
+                    ${batchArray(
+                      job((j) => j.id),
+                      'text',
+                    )}, ${batchArray(
+                      job((j) => j.kind),
+                      'text',
+                    )},
+                    ${batchArray(
+                      job((j) => j.payload),
+                      'jsonb',
+                    )}, ${batchArray(
+                      job((j) => j.run_at),
+                      'timestamptz',
+                    )},
+                    ${batchArray(
+                      job((j) => j.locked_until ?? null),
+                      'timestamptz',
+                    )},
+                    ${batchArray(
+                      job((j) => j.attempts ?? 0),
+                      'int',
+                    )},
+                    ${batchArray(
+                      job((j) => j.created_at),
+                      'timestamptz',
+                    )})
           WITH ORDINALITY
           AS v(account_id, id, contact_id, channel, windowed, type, content, media_url,
                template_name, template_language, template_params, broadcast_id, job_id, job_kind,
