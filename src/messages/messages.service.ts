@@ -143,6 +143,14 @@ export class MessagesService {
     return this.statuses.applyProviderStatusMany(scope, reports);
   }
 
+  /** See StatusService.applyStatusMany. */
+  applyStatusMany(
+    scope: Scope,
+    reports: Parameters<StatusService['applyStatusMany']>[1],
+  ): ReturnType<StatusService['applyStatusMany']> {
+    return this.statuses.applyStatusMany(scope, reports);
+  }
+
   /** See StatusService.applyStatusUpTo. */
   applyStatusUpTo(
     scope: Scope,

@@ -90,6 +90,17 @@ export class StatusRepository {
     return rows.rows;
   }
 
+  /** The account's messages with these ids, locked (FOR UPDATE, in id order) as lockByProviderIds. */
+  async lockByIds(trx: Tx, accountId: string, ids: string[]): Promise<MessageRow[]> {
+    if (ids.length === 0) return [];
+    const rows = await sql<MessageRow>`
+      SELECT l.* FROM (SELECT DISTINCT id FROM unnest(${ids}::text[]) AS w(id) ORDER BY id) w
+      CROSS JOIN LATERAL (
+        SELECT * FROM messages WHERE account_id = ${accountId} AND id = w.id FOR UPDATE
+      ) l`.execute(trx);
+    return rows.rows;
+  }
+
   /** New statuses (and failure reasons) of messages the caller holds locked; their rows now. */
   async setStatuses(
     trx: Tx,

@@ -95,72 +95,116 @@ export class StatusService {
     }[],
   ): Promise<Array<'applied' | 'unchanged' | 'unknown'>> {
     if (reports.length === 0) return [];
-    const { accountId } = scope;
     return this.deps.tx.run(scope, async (trx) => {
-      const rows = await this.deps.statuses.lockByProviderIds(trx, accountId, [
+      const rows = await this.deps.statuses.lockByProviderIds(trx, scope.accountId, [
         ...new Set(reports.map((r) => r.providerMessageId)),
       ]);
-      const byProviderId = new Map(
-        rows.filter((r) => r.direction === 'outbound').map((r) => [r.provider_message_id!, r]),
-      );
-      /** Each reported message: where it started, and where the reports so far have taken it. */
-      const moves = new Map<
-        string,
-        { from: MessageRow['status']; status: MessageRow['status']; reason: string | null }
-      >();
-      const steps: {
-        id: string;
-        status: 'delivered' | 'read' | 'failed';
-        reason: string | null;
-      }[] = [];
-      const results = reports.map((report) => {
-        const row = byProviderId.get(report.providerMessageId);
-        if (!row) return 'unknown' as const;
-        const move = moves.get(row.id) ?? {
-          from: row.status,
-          status: row.status,
-          reason: row.failure_reason,
-        };
-        moves.set(row.id, move);
-        if (!FORWARD_FROM[report.status].includes(move.status)) return 'unchanged' as const;
-        move.status = report.status;
-        move.reason = report.status === 'failed' ? report.reason : null;
-        steps.push({ id: row.id, status: move.status, reason: move.reason });
-        return 'applied' as const;
-      });
-      const moved = [...moves].filter(([, m]) => m.status !== m.from);
-      if (moved.length === 0) return results;
-      const now = this.deps.clock.now();
-      const updated = new Map(
-        (
-          await this.deps.statuses.setStatuses(
-            trx,
-            accountId,
-            moved.map(([id, m]) => ({ id, status: m.status, reason: m.reason })),
-            now,
-          )
-        ).map((row) => [row.id, row]),
-      );
-      await this.deps.observer.outboundChanged(
+      const byProviderId = new Map(rows.map((r) => [r.provider_message_id!, r]));
+      return this.applyReports(
         trx,
-        accountId,
-        moved.map(([id, m]) => ({ row: updated.get(id)!, from: m.from })),
+        scope.accountId,
+        reports.map((r) => ({ ...r, row: byProviderId.get(r.providerMessageId) })),
       );
-      // Each step's event shows the message as that step left it.
-      await this.deps.outbox.recordMany(
-        trx,
-        accountId,
-        steps.map((step) => ({
-          type: STATUS_EVENTS[step.status],
-          data: toMessage({
-            ...updated.get(step.id)!,
-            status: step.status,
-            failure_reason: step.reason,
-          }),
-        })),
-      );
-      return results;
     });
+  }
+
+  /**
+   * Delivery reports naming messages by our id (the sandbox's simulated ones), applied as
+   * applyProviderStatusMany applies reports, in one transaction however many.
+   */
+  async applyStatusMany(
+    scope: Scope,
+    reports: {
+      messageId: string;
+      status: 'delivered' | 'read' | 'failed';
+      reason: string | null;
+    }[],
+  ): Promise<Array<'applied' | 'unchanged' | 'unknown'>> {
+    if (reports.length === 0) return [];
+    return this.deps.tx.run(scope, async (trx) => {
+      const rows = await this.deps.statuses.lockByIds(trx, scope.accountId, [
+        ...new Set(reports.map((r) => r.messageId)),
+      ]);
+      const byId = new Map(rows.map((r) => [r.id, r]));
+      return this.applyReports(
+        trx,
+        scope.accountId,
+        reports.map((r) => ({ ...r, row: byId.get(r.messageId) })),
+      );
+    });
+  }
+
+  /**
+   * Reports on messages the caller holds locked (`row`: the message reported on, absent when
+   * there is none), applied in order, forward only: one update for every message moved, the
+   * broadcast funnel told, and one event per step that moved a message.
+   */
+  private async applyReports(
+    trx: Tx,
+    accountId: string,
+    reports: {
+      row: MessageRow | undefined;
+      status: 'delivered' | 'read' | 'failed';
+      reason: string | null;
+    }[],
+  ): Promise<Array<'applied' | 'unchanged' | 'unknown'>> {
+    /** Each reported message: where it started, and where the reports so far have taken it. */
+    const moves = new Map<
+      string,
+      { from: MessageRow['status']; status: MessageRow['status']; reason: string | null }
+    >();
+    const steps: {
+      id: string;
+      status: 'delivered' | 'read' | 'failed';
+      reason: string | null;
+    }[] = [];
+    const results = reports.map((report) => {
+      const row = report.row;
+      if (!row || row.direction !== 'outbound') return 'unknown' as const;
+      const move = moves.get(row.id) ?? {
+        from: row.status,
+        status: row.status,
+        reason: row.failure_reason,
+      };
+      moves.set(row.id, move);
+      if (!FORWARD_FROM[report.status].includes(move.status)) return 'unchanged' as const;
+      move.status = report.status;
+      move.reason = report.status === 'failed' ? report.reason : null;
+      steps.push({ id: row.id, status: move.status, reason: move.reason });
+      return 'applied' as const;
+    });
+    const moved = [...moves].filter(([, m]) => m.status !== m.from);
+    if (moved.length === 0) return results;
+    const now = this.deps.clock.now();
+    const updated = new Map(
+      (
+        await this.deps.statuses.setStatuses(
+          trx,
+          accountId,
+          moved.map(([id, m]) => ({ id, status: m.status, reason: m.reason })),
+          now,
+        )
+      ).map((row) => [row.id, row]),
+    );
+    await this.deps.observer.outboundChanged(
+      trx,
+      accountId,
+      moved.map(([id, m]) => ({ row: updated.get(id)!, from: m.from })),
+    );
+    // Each step's event shows the message as that step left it.
+    await this.deps.outbox.recordMany(
+      trx,
+      accountId,
+      steps.map((step) => ({
+        type: STATUS_EVENTS[step.status],
+        data: toMessage({
+          ...updated.get(step.id)!,
+          status: step.status,
+          failure_reason: step.reason,
+        }),
+      })),
+    );
+    return results;
   }
 
   /**

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { JobRunner } from '../../src/jobs/job-runner.js';
 import {
   newAccount,
@@ -504,6 +504,55 @@ describe('sandbox auto-advance (delivered after 1000 ms, read after 3000 ms)', (
     expect((await messageOf(acc, id)).status).toBe('read');
     expect(await eventsOf(a.db, acc.accountId)).toEqual(events);
     expect(await jobsOf(acc)).toEqual([]);
+  });
+
+  it('the reports of jobs that run together are applied together, each message still delivered then read, with its events in order', async () => {
+    const acc = await newAccount(a);
+    const runner = runnerFor(acc);
+    const ids: string[] = [];
+    for (let i = 0; i < 12; i++) {
+      const contact = await createContact(acc);
+      ids.push((await sendText(acc, contact.id)).json().id);
+    }
+    const grouped = vi.spyOn(a.services.messages, 'applyStatusMany');
+    try {
+      a.clock.advance(3000);
+      // 24 jobs due at once (each message's delivered and read): the runner starts them side by
+      // side, and their reports share transactions.
+      expect(await runner.drain()).toBe(24);
+      const reports = grouped.mock.calls.reduce((n, call) => n + call[1].length, 0);
+      expect(reports).toBe(36); // each read job reports delivered first
+      expect(grouped.mock.calls.length).toBeLessThan(24);
+    } finally {
+      grouped.mockRestore();
+    }
+    for (const id of ids) expect((await messageOf(acc, id)).status).toBe('read');
+    const events = (await eventsOf(a.db, acc.accountId)).filter((e) =>
+      e.type.startsWith('message.'),
+    );
+    expect(events).toHaveLength(24);
+    for (const id of ids) {
+      const own = events.filter((e) => (e.data as { id: string }).id === id);
+      expect(own.map((e) => e.type)).toEqual(['message.delivered', 'message.read']);
+    }
+    expect(await jobsOf(acc)).toEqual([]);
+  });
+
+  it('a report on a message that is gone fails its job, which is tried again later', async () => {
+    const acc = await newAccount(a);
+    const runner = runnerFor(acc);
+    const contact = await createContact(acc);
+    const id = (await sendText(acc, contact.id)).json().id;
+    await a.db
+      .deleteFrom('messages')
+      .where('account_id', '=', acc.accountId)
+      .where('id', '=', id)
+      .execute();
+    a.clock.advance(1000);
+    await runner.drain();
+    const [delivered] = await jobsOf(acc);
+    expect(delivered).toMatchObject({ attempts: 1 });
+    expect(delivered!.run_at.getTime()).toBeGreaterThan(a.clock.now().getTime());
   });
 
   it('a recipient whose phone ends in 0000 ends failed at delivery time with a reason, and is never read', async () => {
