@@ -14,7 +14,7 @@ import { PageMessagingProvider } from './channels/meta-pages/page-messaging.prov
 import { GraphClient } from './channels/meta/graph-client.js';
 import { SandboxProvider } from './channels/sandbox/sandbox.provider.js';
 import { WebchatProvider } from './channels/webchat/webchat.provider.js';
-import { WhatsAppTemplates } from './channels/whatsapp/templates.js';
+import { templateApiOf } from './channels/template-apis.js';
 import { WhatsAppCloudProvider } from './channels/whatsapp/whatsapp-cloud.provider.js';
 import type { Clock } from './clock.js';
 import type { Config } from './config.js';
@@ -264,11 +264,12 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     // Templates of an account whose WhatsApp is connected to the Cloud API are Meta's.
     whatsappTemplates: async (accountId) => {
       const row = await connectionsRepo.findByChannel(accountId, 'whatsapp');
-      if (!row || row.provider !== 'whatsapp_cloud' || !row.secrets || !secretBox) return null;
-      return new WhatsAppTemplates({
-        graph,
-        businessAccountId: String(row.settings.business_account_id),
-        accessToken: secretBox.open(row.secrets).access_token!,
+      const sealed = row?.secrets;
+      if (!row || !sealed || !secretBox) return null;
+      return templateApiOf(graph, {
+        provider: row.provider,
+        settings: row.settings,
+        secrets: () => secretBox.open(sealed),
       });
     },
   });

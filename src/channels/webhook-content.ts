@@ -1,3 +1,4 @@
+import type { TemplateStatus } from '../db/schema.js';
 /**
  * What a provider webhook says happened, in our words: each adapter's webhook reader
  * produces these, and nothing past it knows a vendor field name.
@@ -82,8 +83,11 @@ export interface TemplateStatusReport {
   providerTemplateId: string;
   name: string | null;
   language: string | null;
-  /** The provider's word, as sent: `APPROVED`, `REJECTED`, `PAUSED`, `DISABLED`… */
-  event: string;
-  /** Why, when the provider says (`NONE` arrives as null). */
+  /**
+   * The review in our words (the adapter reads the provider's: WhatsApp's `APPROVED`,
+   * `REJECTED`, `DISABLED`…); events that change no status (`FLAGGED`, `PAUSED`) are not reported.
+   */
+  status: TemplateStatus;
+  /** Why, when the provider says (WhatsApp's `NONE` arrives as null). */
   reason: string | null;
 }

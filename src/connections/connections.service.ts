@@ -8,10 +8,10 @@ import { AppError } from '../errors.js';
 import type { PageResult } from '../http/pagination.js';
 import { newId } from '../ids.js';
 import { CHANNELS } from '../channels/channel.js';
+import { checkCredentials } from '../channels/credential-checks.js';
 import type { GraphClient } from '../channels/meta/graph-client.js';
 import type { ConnectionRow, ConnectionsRepository } from './connections.repository.js';
 import type { ConnectBody, Connection, WebchatConnectBody } from './connections.schema.js';
-import { checkMetaCredentials } from './meta-credentials.js';
 import type { SecretBox } from './secret-box.js';
 import {
   newIdentitySecret,
@@ -87,7 +87,7 @@ export class ConnectionsService {
     }
     if (body.provider === 'webchat') return this.connectWebchat(scope, body, box);
     // Graph is asked before the transaction: no lock or pooled connection waits on the network.
-    const checked = await checkMetaCredentials(this.deps.graph, body);
+    const checked = await checkCredentials(this.deps.graph, body);
     const row = await this.deps.tx.run(scope, async (trx) => {
       const now = this.deps.clock.now();
       return this.deps.connections.upsert(trx, {

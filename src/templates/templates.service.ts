@@ -6,7 +6,6 @@ import type { Scope, Transactor } from '../db/transactor.js';
 import { AppError, Conflict, NotFound } from '../errors.js';
 import type { PageRequest, PageResult } from '../http/pagination.js';
 import { newId } from '../ids.js';
-import { templateReasonOf, templateStatusOfEvent } from '../channels/whatsapp/templates.js';
 import type { TemplateStatus } from '../db/schema.js';
 import type { TemplateProviderLookup } from './provider-templates.js';
 import { placeholderCount, renderTemplate } from './render.js';
@@ -207,9 +206,9 @@ export class TemplatesService {
   }
 
   /**
-   * Meta's verdict from a `message_template_status_update` webhook (`event` and `reason` as Meta
-   * sends them). Finds the template by Meta's id, else by name and language; answers the
-   * updated template, or null when we hold no such template or the event changes nothing.
+   * The provider's verdict on a template (WhatsApp's `message_template_status_update` webhook,
+   * read by its adapter). Finds the template by the provider's id, else by name and language;
+   * answers the updated template, or null when we hold no such template.
    */
   async applyProviderStatus(
     accountId: string,
@@ -217,13 +216,12 @@ export class TemplatesService {
       providerTemplateId: string | null;
       name: string | null;
       language: string | null;
-      event: string;
+      status: TemplateStatus;
       reason?: string | null;
     },
     trx: Tx | Db = this.deps.tx.db,
   ): Promise<Template | null> {
-    const status = templateStatusOfEvent(update.event);
-    if (status === null) return null;
+    const { status } = update;
     let row = update.providerTemplateId
       ? await this.deps.templates.findByProviderId(accountId, update.providerTemplateId, trx)
       : undefined;
@@ -238,7 +236,7 @@ export class TemplatesService {
       row.id,
       {
         status,
-        rejection_reason: status === 'rejected' ? templateReasonOf(update.reason) : null,
+        rejection_reason: status === 'rejected' ? (update.reason ?? null) : null,
         ...(row.provider_template_id === null && update.providerTemplateId
           ? { provider_template_id: update.providerTemplateId }
           : {}),

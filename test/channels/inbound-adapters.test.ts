@@ -74,6 +74,17 @@ describe('WhatsApp Cloud inbound adapter', () => {
                 reason: 'NONE',
               },
             },
+            {
+              // A quality flag changes no status: not reported.
+              field: 'message_template_status_update',
+              value: {
+                event: 'FLAGGED',
+                message_template_id: 988,
+                message_template_name: 'order_late',
+                message_template_language: 'en_US',
+                reason: 'NONE',
+              },
+            },
           ],
         },
       ],
@@ -124,7 +135,7 @@ describe('WhatsApp Cloud inbound adapter', () => {
           providerTemplateId: '987',
           name: 'order_ready',
           language: 'en_US',
-          event: 'APPROVED',
+          status: 'approved',
           reason: null,
         },
       ],

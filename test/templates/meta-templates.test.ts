@@ -461,7 +461,7 @@ function connectedAgain(acc: TestAccount, waba: string) {
 }
 
 describe('applyProviderStatus (message_template_status_update)', () => {
-  it('APPROVED and REJECTED (with reason) by Meta id; unknown ids and neutral events change nothing', async () => {
+  it('approved and rejected (with reason) by Meta id; unknown ids change nothing', async () => {
     const { acc, waba } = await connectedAccount();
     const created = (
       await acc.call({
@@ -476,25 +476,16 @@ describe('applyProviderStatus (message_template_status_update)', () => {
       providerTemplateId: metaId,
       name: 'status_me',
       language: 'en',
-      event: 'APPROVED',
-      reason: 'NONE',
+      status: 'approved',
+      reason: null,
     });
     expect(approved).toMatchObject({ id: created.id, status: 'approved' });
-
-    expect(
-      await service().applyProviderStatus(acc.accountId, {
-        providerTemplateId: metaId,
-        name: null,
-        language: null,
-        event: 'FLAGGED',
-      }),
-    ).toBeNull();
 
     await service().applyProviderStatus(acc.accountId, {
       providerTemplateId: metaId,
       name: 'status_me',
       language: 'en',
-      event: 'REJECTED',
+      status: 'rejected',
       reason: 'INCORRECT_CATEGORY',
     });
     const row = await t.db
@@ -509,7 +500,7 @@ describe('applyProviderStatus (message_template_status_update)', () => {
         providerTemplateId: '999',
         name: 'nope',
         language: 'en',
-        event: 'APPROVED',
+        status: 'approved',
       }),
     ).toBeNull();
   });
@@ -538,14 +529,14 @@ describe('applyProviderStatus (message_template_status_update)', () => {
         providerTemplateId: '4242',
         name: 'shared_name',
         language: 'de',
-        event: 'APPROVED',
+        status: 'approved',
       }),
     ).toBeNull();
     const updated = await service().applyProviderStatus(acc.accountId, {
       providerTemplateId: '4242',
       name: 'shared_name',
       language: 'en',
-      event: 'APPROVED',
+      status: 'approved',
     });
     expect(updated).toMatchObject({ id: mine.id, status: 'approved' });
     const row = await t.db

@@ -18,6 +18,7 @@ import {
   str,
   type Obj,
 } from '../meta/webhook-payload.js';
+import { templateReasonOf, templateStatusOfEvent } from './templates.js';
 
 /**
  * WhatsApp Cloud API webhooks (`object: "whatsapp_business_account"`) in our words (the envelope
@@ -218,12 +219,13 @@ function toTemplateStatus(value: Obj): TemplateStatusReport | null {
   const id = idOf(value.message_template_id);
   const event = str(value.event);
   if (!id || !event) return null;
-  const reason = str(value.reason);
+  const status = templateStatusOfEvent(event);
+  if (status === null) return null;
   return {
     providerTemplateId: id,
     name: str(value.message_template_name),
     language: str(value.message_template_language),
-    event,
-    reason: reason === null || reason === 'NONE' ? null : reason,
+    status,
+    reason: templateReasonOf(value.reason),
   };
 }
