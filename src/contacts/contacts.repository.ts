@@ -41,10 +41,12 @@ export function containsPattern(term: string): string {
 export class ContactsRepository {
   constructor(private readonly db: Db) {}
 
-  async insert(trx: Tx, row: ContactRow): Promise<void> {
+  /** These rows in one statement, in the order given. */
+  async insertMany(trx: Tx, rows: ContactRow[]): Promise<void> {
+    if (rows.length === 0) return;
     await trx
       .insertInto('contacts')
-      .values({ ...row, custom_fields: JSON.stringify(row.custom_fields) })
+      .values(rows.map((row) => ({ ...row, custom_fields: JSON.stringify(row.custom_fields) })))
       .execute();
   }
 

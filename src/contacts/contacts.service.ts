@@ -36,6 +36,8 @@ export { checkPhone, normaliseTags, toContact } from './contact.js';
 export class ContactsService {
   /** Reads by id of concurrent requests share one query. */
   private readonly byId: Batcher<{ accountId: string; id: string }, ContactRecord | undefined>;
+  /** Creates of concurrent requests share one transaction (see createMany). */
+  private readonly creating: Batcher<{ scope: Scope; row: ContactRow }, Contact>;
   private readonly lookups: ContactLookups;
   private readonly merging: ContactMerge;
 
@@ -57,6 +59,10 @@ export class ContactsService {
     this.byId = new Batcher((keys) => deps.contacts.findMany(keys), {
       maxBatch: 100,
       maxConcurrent: 1,
+    });
+    this.creating = new Batcher((requests) => this.createMany(requests), {
+      maxBatch: 100,
+      maxConcurrent: 2,
     });
     this.lookups = new ContactLookups(deps);
     this.merging = new ContactMerge(deps);
@@ -80,19 +86,53 @@ export class ContactsService {
       created_at: now,
       updated_at: now,
     };
-    return this.deps.tx.run(scope, async (trx) => {
+    return this.creating.submit({ scope, row });
+  }
+
+  /**
+   * Creates contacts of concurrent requests in one transaction (group commit): the rows in one
+   * statement, in phone order (two groups never wait on each other's phones), their tags, and
+   * each account's `contact.created` events in one statement, with every request's idempotency
+   * record. A taken phone fails the group, which the Batcher then runs one request at a time,
+   * so that only that request gets its 409.
+   */
+  private async createMany(requests: { scope: Scope; row: ContactRow }[]): Promise<Contact[]> {
+    const contacts = requests.map((r) => toContact(r.row));
+    await this.deps.tx.db.transaction().execute(async (trx) => {
+      const key = (r: ContactRow) => `${r.account_id} ${r.phone ?? ''}`;
+      const rows = requests
+        .map((r) => r.row)
+        .sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
       try {
-        await this.deps.contacts.insert(trx, row);
+        await this.deps.contacts.insertMany(trx, rows);
       } catch (err) {
-        if (isUniqueViolation(err, 'contacts_phone'))
-          throw new Conflict(`a contact with phone ${phone} already exists`);
+        if (isUniqueViolation(err, 'contacts_phone') && requests.length === 1)
+          throw new Conflict(`a contact with phone ${requests[0]!.row.phone} already exists`);
         throw err;
       }
-      await this.deps.contacts.addTags(trx, scope.accountId, tags, now);
-      const contact = toContact(row);
-      await this.deps.outbox.record(trx, scope.accountId, 'contact.created', contact);
-      return contact;
+      const byAccount = new Map<string, number[]>();
+      requests.forEach((r, i) =>
+        byAccount.set(r.scope.accountId, [...(byAccount.get(r.scope.accountId) ?? []), i]),
+      );
+      for (const [accountId, indexes] of byAccount) {
+        const tags = [...new Set(indexes.flatMap((i) => requests[i]!.row.tags))].sort();
+        await this.deps.contacts.addTags(
+          trx,
+          accountId,
+          tags,
+          requests[indexes[0]!]!.row.created_at,
+        );
+        await this.deps.outbox.recordMany(
+          trx,
+          accountId,
+          indexes.map((i) => ({ type: 'contact.created' as const, data: contacts[i]! })),
+        );
+      }
+      for (const [i, r] of requests.entries())
+        if (r.scope.beforeCommit) await r.scope.beforeCommit(trx, contacts[i]);
     });
+    for (const r of requests) r.scope.afterCommit?.();
+    return contacts;
   }
 
   async get(scope: Scope, id: string): Promise<Contact> {

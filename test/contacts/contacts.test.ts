@@ -283,6 +283,51 @@ describe('duplicate phone', () => {
     expect(await contactEvents(acc.accountId)).toHaveLength(1);
   });
 
+  it('concurrent creates share transactions, each contact with its event and tags', async () => {
+    const acc = await newAccount(t);
+    const payloads = Array.from({ length: 20 }, (_, i) => ({
+      phone: randomPhone(),
+      name: `burst ${i}`,
+      tags: [`t${i % 3}`],
+    }));
+    const results = await Promise.all(payloads.map((p) => create(acc, p)));
+    expect(results.map((r) => r.statusCode)).toEqual(payloads.map(() => 201));
+    const events = await contactEvents(acc.accountId);
+    expect(events.map((e) => e.data)).toEqual(expect.arrayContaining(results.map((r) => r.json())));
+    expect(events).toHaveLength(20);
+    // Written by fewer transactions than requests: group commit.
+    const xids = await t.db
+      .selectFrom('events')
+      .select(sql<string>`xid::text`.as('xid'))
+      .where('account_id', '=', acc.accountId)
+      .execute();
+    expect(new Set(xids.map((r) => r.xid)).size).toBeLessThan(20);
+    const tags = await acc.call({ method: 'GET', url: '/v1/tags' });
+    expect(tags.json().data.map((tag: { name: string }) => tag.name)).toEqual(['t0', 't1', 't2']);
+  });
+
+  it('a taken phone among concurrent creates fails only its own request', async () => {
+    const acc = await newAccount(t);
+    const other = await newAccount(t);
+    const taken = (await createOk(acc)).phone;
+    const payloads = Array.from({ length: 12 }, (_, i) => ({
+      phone: i === 7 ? taken : randomPhone(),
+      name: `burst ${i}`,
+    }));
+    const results = await Promise.all([
+      ...payloads.map((p) => create(acc, p)),
+      create(other, { phone: taken, name: 'elsewhere' }),
+    ]);
+    expect(results.map((r) => r.statusCode)).toEqual([
+      ...payloads.map((_, i) => (i === 7 ? 409 : 201)),
+      201,
+    ]);
+    expect(results[7]!.json().error.code).toBe('conflict');
+    expect((await list(acc, '')).total).toBe(12);
+    expect(await contactEvents(acc.accountId)).toHaveLength(12);
+    expect(await contactEvents(other.accountId)).toHaveLength(1);
+  });
+
   it('frees the phone when its contact is deleted', async () => {
     const acc = await newAccount(t);
     const old = await createOk(acc);
