@@ -8,7 +8,9 @@ import {
   Conversation,
   CreateNoteBody,
   ListConversationsQuery,
+  ListMessagesQuery,
   ListNotesQuery,
+  MessageHistory,
   Note,
 } from './conversations.schema.js';
 
@@ -47,6 +49,23 @@ export function conversationsRoutes(
       response: { 200: Conversation, ...errorResponses(404) },
     },
     handler: (req) => conversations.get(req.scope, req.params.id),
+  });
+  r.get('/conversations/:id/messages', {
+    schema: {
+      tags,
+      operationId: 'listConversationMessages',
+      summary: 'Page through the message history, newest first',
+      description:
+        'Up to `limit` messages (1–100, default 50), newest first; with `before` (a message of ' +
+        'this conversation) the ones older than it. `has_more` says whether older ones remain: ' +
+        'pass the last message of the page as the next `before`. A conversation of any length ' +
+        'opens as fast as a short one. A `before` that is not a message of this conversation is ' +
+        'a 404.',
+      params: IdParams,
+      querystring: ListMessagesQuery,
+      response: { 200: MessageHistory, ...errorResponses(404, 422) },
+    },
+    handler: (req) => conversations.history(req.scope, req.params.id, req.query),
   });
   r.post('/conversations/:id/assign', {
     schema: {

@@ -68,3 +68,26 @@ export const CreateNoteBody = Type.Object(
 );
 
 export const ListNotesQuery = Type.Object({ ...PageQuery }, { additionalProperties: false });
+
+export const ListMessagesQuery = Type.Object(
+  {
+    before: Type.Optional(
+      Type.String({
+        minLength: 1,
+        description: 'A message of this conversation (`msg_…`): the page holds older ones.',
+      }),
+    ),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 50 })),
+  },
+  { additionalProperties: false },
+);
+export type ListMessagesQuery = Static<typeof ListMessagesQuery>;
+
+export const MessageHistory = Type.Object(
+  {
+    data: Type.Array(Message, { description: 'Newest first.' }),
+    has_more: Type.Boolean({ description: 'Whether older messages remain before the last one.' }),
+  },
+  { $id: 'MessageHistory' },
+);
+export type MessageHistory = Static<typeof MessageHistory>;

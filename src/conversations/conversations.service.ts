@@ -4,7 +4,7 @@ import { NotFound, ValidationError } from '../errors.js';
 import type { Outbox } from '../events/outbox.js';
 import type { PageRequest, PageResult } from '../http/pagination.js';
 import { newId } from '../ids.js';
-import type { MessagesRepository } from '../messages/messages.repository.js';
+import type { MessageRow, MessagesRepository } from '../messages/messages.repository.js';
 import { toMessage } from '../messages/messages.present.js';
 import type { UsersRepository } from '../users/users.repository.js';
 import type {
@@ -13,7 +13,7 @@ import type {
   ConversationsRepository,
   NoteRow,
 } from './conversations.repository.js';
-import type { AssignBody, Conversation, Note } from './conversations.schema.js';
+import type { AssignBody, Conversation, MessageHistory, Note } from './conversations.schema.js';
 
 const toNote = (r: NoteRow): Note => ({
   id: r.id,
@@ -71,6 +71,32 @@ export class ConversationsService {
       this.deps.messages.listForConversation(scope.accountId, id),
     ]);
     return { ...conversation!, messages: messages.map(toMessage) };
+  }
+
+  /**
+   * A page of the conversation's messages, newest first, older than `before` (a message of this
+   * conversation, else a 404): a client opens a long conversation by its last page and loads
+   * older ones as it scrolls.
+   */
+  async history(
+    scope: Scope,
+    id: string,
+    query: { before?: string; limit?: number },
+  ): Promise<MessageHistory> {
+    if (!(await this.deps.conversations.find(scope.accountId, id)))
+      throw new NotFound('conversation', id);
+    let before: MessageRow | undefined;
+    if (query.before !== undefined) {
+      before = await this.deps.messages.find(scope.accountId, query.before);
+      if (!before || before.conversation_id !== id) throw new NotFound('message', query.before);
+    }
+    const { rows, hasMore } = await this.deps.messages.historyPage(
+      scope.accountId,
+      id,
+      before ?? null,
+      query.limit ?? 50,
+    );
+    return { data: rows.map(toMessage), has_more: hasMore };
   }
 
   /** Assigns to exactly one user or team; reopens a resolved conversation. */

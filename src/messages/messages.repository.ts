@@ -227,6 +227,34 @@ export class MessagesRepository {
       .executeTakeFirst();
   }
 
+  /**
+   * A page of a conversation's history, newest first: up to `limit` messages older than
+   * `before` (its time and id; the newest when null), and whether older ones remain. One walk of
+   * the conversation index, however long the history.
+   */
+  async historyPage(
+    accountId: string,
+    conversationId: string,
+    before: { created_at: Date; id: string } | null,
+    limit: number,
+  ): Promise<{ rows: MessageRow[]; hasMore: boolean }> {
+    let q = this.db
+      .selectFrom('messages')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .where('conversation_id', '=', conversationId);
+    if (before)
+      q = q.where((eb) =>
+        eb(eb.refTuple('created_at', 'id'), '<', eb.tuple(before.created_at, before.id)),
+      );
+    const rows = await q
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(limit + 1)
+      .execute();
+    return { rows: rows.slice(0, limit), hasMore: rows.length > limit };
+  }
+
   async listForConversation(accountId: string, conversationId: string): Promise<MessageRow[]> {
     return this.db
       .selectFrom('messages')
