@@ -7,7 +7,7 @@
 // - errors.ts, clock.ts, ids.ts and config.ts import nothing of ours;
 // - app.ts, services.ts, server.ts, main.ts and cli.ts put the house together, and nothing imports them.
 const FEATURE_NAMES =
-  'accounts|admin|broadcasts|connections|contacts|conversations|events|inbound|media|messages|sandbox|templates|users|webchat|webhooks';
+  'accounts|admin|broadcasts|canned-responses|connections|contacts|conversations|events|inbound|media|messages|sandbox|templates|users|webchat|webhooks';
 const FEATURES = `(${FEATURE_NAMES})`;
 const INFRASTRUCTURE = '(db|http|jobs|net|metrics|realtime)';
 const KERNEL = '^src/(errors|clock|ids|config)\\.ts$';

@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { installApiAuth } from './accounts/api-auth.js';
 import { adminRoutes } from './admin/admin.routes.js';
 import { broadcastsRoutes } from './broadcasts/broadcasts.routes.js';
+import { cannedResponsesRoutes } from './canned-responses/canned-responses.routes.js';
 import type { Config } from './config.js';
 import { connectionsRoutes } from './connections/connections.routes.js';
 import { contactsRoutes } from './contacts/contacts.routes.js';
@@ -153,6 +154,7 @@ export async function buildApp(
       usersRoutes(v1, services.users);
       templatesRoutes(v1, services.templates);
       conversationsRoutes(v1, services.conversations);
+      cannedResponsesRoutes(v1, services.cannedResponses);
       messagesRoutes(v1, services.messages);
       if (deps.config.sandboxEnabled) sandboxRoutes(v1, services.sandboxControls);
       webhooksRoutes(v1, services.webhooks);

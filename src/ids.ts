@@ -35,7 +35,8 @@ export type IdPrefix =
   | 'chn'
   | 'iwh'
   | 'med'
-  | 'vis';
+  | 'vis'
+  | 'cr';
 
 /** A prefixed id whose text order is its creation order (ULID, monotonic within a process). */
 export function newId(prefix: IdPrefix): string {

@@ -6,6 +6,8 @@ import { pino } from 'pino';
 import { AccountsRepository, type KeyOwner } from './accounts/accounts.repository.js';
 import { AccountsService } from './accounts/accounts.service.js';
 import { broadcastSendJob } from './broadcasts/broadcast-send.job.js';
+import { CannedResponsesRepository } from './canned-responses/canned-responses.repository.js';
+import { CannedResponsesService } from './canned-responses/canned-responses.service.js';
 import { BroadcastStats } from './broadcasts/broadcast-stats.js';
 import { BroadcastsRepository } from './broadcasts/broadcasts.repository.js';
 import { BroadcastsService } from './broadcasts/broadcasts.service.js';
@@ -256,6 +258,10 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     observer: broadcastStats,
     leaseMs: deps.sendLeaseMs,
   });
+  const cannedResponses = new CannedResponsesService({
+    cannedResponses: new CannedResponsesRepository(db),
+    clock,
+  });
   const templates = new TemplatesService({
     tx,
     templates: new TemplatesRepository(db),
@@ -399,6 +405,7 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
   ] as JobHandler[];
   return {
     accounts,
+    cannedResponses,
     contacts,
     users,
     templates,

@@ -31,6 +31,7 @@ import * as m017 from './migrations/017_channel_pacing.js';
 import * as m018 from './migrations/018_provider_id_aliases.js';
 import * as m019 from './migrations/019_scheduled_at_range.js';
 import * as m020 from './migrations/020_retention_indexes.js';
+import * as m021 from './migrations/021_canned_responses.js';
 
 export type Db = Kysely<Tables>;
 export type Tx = Transaction<Tables>;
@@ -162,6 +163,7 @@ export const migrations: Record<string, Migration> = {
   '018_provider_id_aliases': m018,
   '019_scheduled_at_range': m019,
   '020_retention_indexes': m020,
+  '021_canned_responses': m021,
 };
 
 /** Applies pending migrations; Kysely's migrator takes a lock, so concurrent starts are safe. */

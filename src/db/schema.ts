@@ -343,7 +343,17 @@ export interface WebchatVisitorsTable {
   updated_at: Timestamp;
 }
 
+export interface CannedResponsesTable {
+  account_id: string;
+  id: string;
+  shortcut: string;
+  content: string;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
 export interface Tables {
+  canned_responses: CannedResponsesTable;
   webchat_visitors: WebchatVisitorsTable;
   channel_connections: ChannelConnectionsTable;
   inbound_webhooks: InboundWebhooksTable;

@@ -214,7 +214,9 @@ describe('fan-out statement plans on a table without statistics', () => {
     expect(plan).toContain('Index Scan using contacts_pkey on contacts');
     expect(plan).toContain('Index Scan using conversations_contact_channel on conversations');
     expect(plan).toContain('Index Scan using conversations_pkey on conversations');
-    expect(plan).not.toMatch(/(Seq|Bitmap Heap) Scan on (contacts|conversations|contact_identities)/);
+    expect(plan).not.toMatch(
+      /(Seq|Bitmap Heap) Scan on (contacts|conversations|contact_identities)/,
+    );
   });
 });
 
