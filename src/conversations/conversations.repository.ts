@@ -158,6 +158,25 @@ export class ConversationsRepository {
     return paged(q, page, (q) => q.selectAll().orderBy('updated_at', 'desc').orderBy('id', 'desc'));
   }
 
+  /** The account's open conversations (on one channel when given), and how many are unassigned. */
+  async openCounts(
+    accountId: string,
+    channel: Channel | undefined,
+  ): Promise<{ unassigned: number; all: number }> {
+    let q = this.db
+      .selectFrom('conversations')
+      .where('account_id', '=', accountId)
+      .where('status', '=', 'open');
+    if (channel) q = q.where('channel', '=', channel);
+    const row = await q
+      .select((eb) => [
+        eb.fn.countAll<string>().as('all'),
+        eb.fn.countAll<string>().filterWhere('assignee_id', 'is', null).as('unassigned'),
+      ])
+      .executeTakeFirstOrThrow();
+    return { unassigned: Number(row.unassigned), all: Number(row.all) };
+  }
+
   async insertNote(trx: Tx | Db, row: NoteRow): Promise<void> {
     await trx.insertInto('notes').values(row).execute();
   }

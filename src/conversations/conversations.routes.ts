@@ -6,6 +6,8 @@ import type { ConversationsService } from './conversations.service.js';
 import {
   AssignBody,
   Conversation,
+  ConversationCounts,
+  ConversationCountsQuery,
   CreateNoteBody,
   ListConversationsQuery,
   ListMessagesQuery,
@@ -39,6 +41,16 @@ export function conversationsRoutes(
         },
         pageRequest(req.query),
       ),
+  });
+  r.get('/conversations/counts', {
+    schema: {
+      tags,
+      operationId: 'countConversations',
+      summary: 'Count open conversations in each inbox view',
+      querystring: ConversationCountsQuery,
+      response: { 200: ConversationCounts, ...errorResponses(422) },
+    },
+    handler: (req) => conversations.counts(req.scope, req.query.channel),
   });
   r.get('/conversations/:id', {
     schema: {
@@ -87,6 +99,26 @@ export function conversationsRoutes(
       response: { 200: Conversation, ...errorResponses(404) },
     },
     handler: (req) => conversations.resolve(req.scope, req.params.id),
+  });
+  r.post('/conversations/:id/reopen', {
+    schema: {
+      tags,
+      operationId: 'reopenConversation',
+      summary: 'Open a resolved conversation again (an open one is answered as it is)',
+      params: IdParams,
+      response: { 200: Conversation, ...errorResponses(404) },
+    },
+    handler: (req) => conversations.reopen(req.scope, req.params.id),
+  });
+  r.post('/conversations/:id/unassign', {
+    schema: {
+      tags,
+      operationId: 'unassignConversation',
+      summary: 'Remove the assignee (an unassigned conversation is answered as it is)',
+      params: IdParams,
+      response: { 200: Conversation, ...errorResponses(404) },
+    },
+    handler: (req) => conversations.unassign(req.scope, req.params.id),
   });
   r.post('/conversations/:id/notes', {
     config: { successStatus: 201 },

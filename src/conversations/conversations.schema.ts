@@ -91,3 +91,19 @@ export const MessageHistory = Type.Object(
   { $id: 'MessageHistory' },
 );
 export type MessageHistory = Static<typeof MessageHistory>;
+
+export const ConversationCountsQuery = Type.Object(
+  { channel: Type.Optional(ChannelSchema) },
+  { additionalProperties: false },
+);
+
+export const ConversationCounts = Type.Object(
+  {
+    mine: Type.Union([Type.Integer(), Type.Null()], {
+      description: 'Open conversations assigned to the signed-in user; null for an API key.',
+    }),
+    unassigned: Type.Integer({ description: 'Open conversations assigned to nobody.' }),
+    all: Type.Integer({ description: 'Open conversations.' }),
+  },
+  { $id: 'ConversationCounts' },
+);

@@ -1,5 +1,6 @@
 import type { Clock } from '../clock.js';
 import type { Scope, Transactor } from '../db/transactor.js';
+import type { Channel } from '../db/schema.js';
 import { NotFound, ValidationError } from '../errors.js';
 import type { Outbox } from '../events/outbox.js';
 import type { PageRequest, PageResult } from '../http/pagination.js';
@@ -144,6 +145,59 @@ export class ConversationsService {
       });
       const [conversation] = await this.present(scope.accountId, [row]);
       await this.deps.outbox.record(trx, scope.accountId, 'conversation.resolved', conversation!);
+      return conversation!;
+    });
+  }
+
+  /** Reopening an open conversation changes nothing and emits nothing. */
+  async reopen(scope: Scope, id: string): Promise<Conversation> {
+    return this.change(scope, id, 'conversation.reopened', (current) =>
+      current.status === 'open' ? null : { status: 'open' },
+    );
+  }
+
+  /** Unassigning an unassigned conversation changes nothing and emits nothing. */
+  async unassign(scope: Scope, id: string): Promise<Conversation> {
+    return this.change(scope, id, 'conversation.unassigned', (current) =>
+      current.assignee_id === null ? null : { assignee_type: null, assignee_id: null },
+    );
+  }
+
+  /**
+   * Open conversations in each view: `unassigned` and `all` of the account (on one channel when
+   * given); `mine` is a signed-in user's own, so null for an API key.
+   */
+  async counts(
+    scope: Scope,
+    channel: Channel | undefined,
+  ): Promise<{ mine: number | null; unassigned: number; all: number }> {
+    const { unassigned, all } = await this.deps.conversations.openCounts(scope.accountId, channel);
+    return { mine: null, unassigned, all };
+  }
+
+  /**
+   * Locks the conversation and applies what `patch` asks of it as it stands, with its event in
+   * the same transaction; a null patch (nothing to change) answers it as it is, with no event.
+   */
+  private async change(
+    scope: Scope,
+    id: string,
+    event: 'conversation.reopened' | 'conversation.unassigned',
+    patch: (
+      current: ConversationRow,
+    ) => Partial<Pick<ConversationRow, 'status' | 'assignee_type' | 'assignee_id'>> | null,
+  ): Promise<Conversation> {
+    return this.deps.tx.run(scope, async (trx) => {
+      const current = await this.deps.conversations.lock(trx, scope.accountId, id);
+      if (!current) throw new NotFound('conversation', id);
+      const changes = patch(current);
+      if (changes === null) return (await this.present(scope.accountId, [current]))[0]!;
+      const row = await this.deps.conversations.update(trx, scope.accountId, id, {
+        ...changes,
+        updated_at: this.deps.clock.now(),
+      });
+      const [conversation] = await this.present(scope.accountId, [row]);
+      await this.deps.outbox.record(trx, scope.accountId, event, conversation!);
       return conversation!;
     });
   }

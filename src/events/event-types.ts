@@ -13,6 +13,10 @@ export interface EventPayloads {
   'message.failed': Message;
   'conversation.assigned': Conversation;
   'conversation.resolved': Conversation;
+  /** Beyond SPEC.md: a resolved conversation opened again through the API. */
+  'conversation.reopened': Conversation;
+  /** Beyond SPEC.md: a conversation's assignee removed. */
+  'conversation.unassigned': Conversation;
   'broadcast.completed': Broadcast;
 }
 
@@ -25,6 +29,8 @@ export const EVENT_TYPES = [
   'message.failed',
   'conversation.assigned',
   'conversation.resolved',
+  'conversation.reopened',
+  'conversation.unassigned',
   'contact.created',
   'broadcast.completed',
 ] as const satisfies readonly EventType[];

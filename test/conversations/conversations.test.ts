@@ -307,6 +307,95 @@ describe('POST /v1/conversations/{id}/resolve', () => {
   });
 });
 
+describe('POST /v1/conversations/{id}/reopen and /unassign', () => {
+  const reopen = (acc: TestAccount, id: string) =>
+    acc.call({ method: 'POST', url: `/v1/conversations/${id}/reopen` });
+  const unassign = (acc: TestAccount, id: string) =>
+    acc.call({ method: 'POST', url: `/v1/conversations/${id}/unassign` });
+
+  it('reopen opens a resolved conversation with conversation.reopened; an open one is answered as it is, with no event', async () => {
+    const acc = await newAccount(t);
+    const { id } = await conversation(acc);
+    const open = await reopen(acc, id);
+    expectStatus(open, 200);
+    expect(open.json()).toMatchObject({ id, status: 'open' });
+    expect(await eventsOf(t.db, acc.accountId, 'conversation.reopened')).toEqual([]);
+    expectStatus(await resolve(acc, id), 200);
+    t.clock.advance(1000);
+    const reopened = await reopen(acc, id);
+    expectStatus(reopened, 200);
+    expect(reopened.json()).toMatchObject({ id, status: 'open', messages: [] });
+    expect(Date.parse(reopened.json().updated_at)).toBeGreaterThan(
+      Date.parse(open.json().updated_at),
+    );
+    expect(await eventsOf(t.db, acc.accountId, 'conversation.reopened')).toEqual([
+      { type: 'conversation.reopened', data: reopened.json() },
+    ]);
+    expect(ids(await list(acc))).toEqual([id]);
+  });
+
+  it('unassign removes the assignee with conversation.unassigned, once; the status stays', async () => {
+    const acc = await newAccount(t);
+    const { id } = await conversation(acc);
+    const user = await createUser(acc);
+    expectStatus(await assign(acc, id, { user_id: user.id }), 200);
+    expectStatus(await resolve(acc, id), 200);
+    const first = await unassign(acc, id);
+    expectStatus(first, 200);
+    expect(first.json()).toMatchObject({ id, status: 'resolved', assigned_to: null });
+    const again = await unassign(acc, id);
+    expect(again.json()).toEqual(first.json());
+    expect(await eventsOf(t.db, acc.accountId, 'conversation.unassigned')).toEqual([
+      { type: 'conversation.unassigned', data: first.json() },
+    ]);
+  });
+
+  it("an unknown conversation, or another account's, is a 404", async () => {
+    const acc = await newAccount(t);
+    const { id } = await conversation(acc);
+    const stranger = await newAccount(t);
+    for (const act of [reopen, unassign]) {
+      expectError(await act(acc, 'conv_00000000000000000000000000'), 404);
+      expectError(await act(stranger, id), 404);
+    }
+  });
+});
+
+describe('GET /v1/conversations/counts', () => {
+  const counts = async (acc: TestAccount, query = '') => {
+    const res = await acc.call({ method: 'GET', url: `/v1/conversations/counts${query}` });
+    expectStatus(res, 200);
+    return res.json();
+  };
+
+  it('counts open conversations, and the unassigned among them; mine is null for an API key', async () => {
+    const acc = await newAccount(t);
+    expect(await counts(acc)).toEqual({ mine: null, unassigned: 0, all: 0 });
+    const a = await conversation(acc);
+    const b = await conversation(acc);
+    const c = await conversation(acc, 'whatsapp');
+    await conversation(acc, 'whatsapp');
+    const user = await createUser(acc);
+    expectStatus(await assign(acc, a.id, { user_id: user.id }), 200);
+    expectStatus(await resolve(acc, b.id), 200);
+    expectStatus(await assign(acc, c.id, { user_id: user.id }), 200);
+    expect(await counts(acc)).toEqual({ mine: null, unassigned: 1, all: 3 });
+    expect(await counts(acc, '?channel=whatsapp')).toEqual({ mine: null, unassigned: 1, all: 2 });
+    expect(await counts(acc, '?channel=webchat')).toEqual({ mine: null, unassigned: 0, all: 1 });
+    // Another account's conversations never count.
+    expect(await counts(await newAccount(t))).toEqual({ mine: null, unassigned: 0, all: 0 });
+  });
+
+  it('an unknown channel or query parameter is a 422', async () => {
+    const acc = await newAccount(t);
+    expectError(
+      await acc.call({ method: 'GET', url: '/v1/conversations/counts?channel=fax' }),
+      422,
+    );
+    expectError(await acc.call({ method: 'GET', url: '/v1/conversations/counts?view=all' }), 422);
+  });
+});
+
 describe('notes', () => {
   it('POST answers 201 with a note_ id; GET lists notes oldest first; notes are not messages and emit no event', async () => {
     const acc = await newAccount(t);
