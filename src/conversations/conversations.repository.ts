@@ -5,6 +5,26 @@ import { paged } from '../db/paged.js';
 import type { PageRequest } from '../http/pagination.js';
 import { newId } from '../ids.js';
 
+/** A conversation's contact, newest message and unread count (see `summaries`). */
+export interface ConversationSummary {
+  contact: {
+    id: string;
+    name: string | null;
+    phone: string | null;
+    email: string | null;
+    identities: { channel: string; id: string }[];
+  } | null;
+  last_message: {
+    id: string;
+    direction: 'inbound' | 'outbound';
+    type: string;
+    content: string | null;
+    status: string;
+    created_at: string;
+  } | null;
+  unread_count: number;
+}
+
 export type ConversationRow = Selectable<ConversationsTable>;
 export type NoteRow = Selectable<NotesTable>;
 
@@ -156,6 +176,80 @@ export class ConversationsRepository {
     if (filter.channel) q = q.where('channel', '=', filter.channel);
     if (filter.assignedTo) q = q.where('assignee_id', '=', filter.assignedTo);
     return paged(q, page, (q) => q.selectAll().orderBy('updated_at', 'desc').orderBy('id', 'desc'));
+  }
+
+  /**
+   * What a conversation shows beside its own row, for these conversations of the account in one
+   * statement: its contact (null once deleted), its newest message, and how many inbound
+   * messages came after it was last read. Each is looked up through the conversation's own
+   * index entries, however long its history.
+   */
+  async summaries(
+    accountId: string,
+    ids: string[],
+    trx: Tx | Db = this.db,
+  ): Promise<Map<string, ConversationSummary>> {
+    if (ids.length === 0) return new Map();
+    const { rows } = await sql<ConversationSummary & { id: string }>`
+      SELECT c.id,
+             CASE WHEN ct.id IS NULL THEN NULL ELSE json_build_object(
+               'id', ct.id, 'name', ct.name, 'phone', ct.phone, 'email', ct.email,
+               'identities', (
+                 SELECT coalesce(json_agg(json_build_object('channel', i.channel, 'id', i.external_id)
+                                          ORDER BY i.channel), '[]'::json)
+                 FROM contact_identities i
+                 WHERE i.account_id = ct.account_id AND i.contact_id = ct.id)
+             ) END AS contact,
+             CASE WHEN lm.id IS NULL THEN NULL ELSE json_build_object(
+               'id', lm.id, 'direction', lm.direction, 'type', lm.type, 'content', lm.content,
+               'status', lm.status, 'created_at', lm.created_at
+             ) END AS last_message,
+             (SELECT count(*)::int FROM messages m
+              WHERE m.account_id = c.account_id AND m.conversation_id = c.id
+                AND m.direction = 'inbound'
+                AND (c.last_read_at IS NULL OR m.created_at > c.last_read_at)) AS unread_count
+      FROM (SELECT DISTINCT id FROM unnest(${ids}::text[]) AS w(id)) w
+      JOIN conversations c ON c.account_id = ${accountId} AND c.id = w.id
+      LEFT JOIN contacts ct ON ct.account_id = c.account_id AND ct.id = c.contact_id
+      LEFT JOIN LATERAL (
+        SELECT m.id, m.direction, m.type, m.content, m.status, m.created_at FROM messages m
+        WHERE m.account_id = c.account_id AND m.conversation_id = c.id
+        ORDER BY m.created_at DESC, m.id DESC
+        LIMIT 1
+      ) lm ON true`.execute(trx);
+    return new Map(rows.map(({ id, ...summary }) => [id, summary]));
+  }
+
+  /** Marks it read now, when an inbound message came after it was last read; the row if so. */
+  async markRead(
+    trx: Tx,
+    accountId: string,
+    id: string,
+    now: Date,
+  ): Promise<ConversationRow | undefined> {
+    return trx
+      .updateTable('conversations as c')
+      .set({ last_read_at: now })
+      .where('c.account_id', '=', accountId)
+      .where('c.id', '=', id)
+      .where((eb) =>
+        eb.exists(
+          eb
+            .selectFrom('messages as m')
+            .select('m.id')
+            .whereRef('m.account_id', '=', 'c.account_id')
+            .whereRef('m.conversation_id', '=', 'c.id')
+            .where('m.direction', '=', 'inbound')
+            .where((w) =>
+              w.or([
+                w('c.last_read_at', 'is', null),
+                w('m.created_at', '>', w.ref('c.last_read_at')),
+              ]),
+            ),
+        ),
+      )
+      .returningAll()
+      .executeTakeFirst();
   }
 
   /** The account's open conversations (on one channel when given), and how many are unassigned. */

@@ -120,6 +120,17 @@ export function conversationsRoutes(
     },
     handler: (req) => conversations.unassign(req.scope, req.params.id),
   });
+  r.post('/conversations/:id/read', {
+    schema: {
+      tags,
+      operationId: 'readConversation',
+      summary:
+        'Mark read for the team (unread_count 0; conversation.read when anything was unread)',
+      params: IdParams,
+      response: { 200: Conversation, ...errorResponses(404) },
+    },
+    handler: (req) => conversations.read(req.scope, req.params.id),
+  });
   r.post('/conversations/:id/notes', {
     config: { successStatus: 201 },
     schema: {

@@ -8,6 +8,32 @@ export const Assignee = Type.Object({
   name: Type.String(),
 });
 
+export const ConversationContact = Type.Object(
+  {
+    id: Type.String(),
+    name: Nullable(Type.String()),
+    phone: Nullable(Type.String()),
+    email: Nullable(Type.String()),
+    identities: Type.Array(Type.Object({ channel: Type.String(), id: Type.String() })),
+  },
+  { description: 'The contact, as a list shows it; null once the contact was deleted.' },
+);
+
+export const LastMessage = Type.Object(
+  {
+    id: Type.String(),
+    direction: Type.Union([Type.Literal('inbound'), Type.Literal('outbound')]),
+    type: Type.String(),
+    preview: Type.String({
+      description:
+        'The text, whitespace folded, cut to 140 characters; `[image]`, `[document]` or `[template]` when it has none.',
+    }),
+    status: Type.String(),
+    created_at: Timestamp,
+  },
+  { description: 'The newest message, for a list to show; null in a conversation without one.' },
+);
+
 export const Conversation = Type.Object(
   {
     id: Type.String({ description: 'Prefixed `conv_`.' }),
@@ -15,6 +41,16 @@ export const Conversation = Type.Object(
     channel: ChannelSchema,
     status: Type.Union([Type.Literal('open'), Type.Literal('resolved')]),
     assigned_to: Nullable(Assignee),
+    contact: Nullable(ConversationContact),
+    last_message: Nullable(LastMessage),
+    unread_count: Type.Integer({
+      description: 'Inbound messages after last_read_at (all of them before the first read).',
+    }),
+    last_read_at: Nullable(Timestamp, { description: 'When the team last marked it read.' }),
+    window_expires_at: Nullable(Timestamp, {
+      description:
+        'When the 24-hour window to reply freely closes, on whatsapp, messenger and instagram; null when it is closed, and on webchat.',
+    }),
     messages: Type.Array(Message, {
       description: 'Oldest first; complete on the single-conversation read, empty elsewhere.',
     }),

@@ -1,6 +1,9 @@
 import type { Clock } from '../clock.js';
+import type { Tx } from '../db/database.js';
 import type { Scope, Transactor } from '../db/transactor.js';
+import { WINDOWED_CHANNELS } from '../channels/channel.js';
 import type { Channel } from '../db/schema.js';
+import { CUSTOMER_WINDOW_MS } from '../messages/window.js';
 import { NotFound, ValidationError } from '../errors.js';
 import type { Outbox } from '../events/outbox.js';
 import type { PageRequest, PageResult } from '../http/pagination.js';
@@ -35,24 +38,72 @@ export class ConversationsService {
     },
   ) {}
 
-  /** Conversations as the API shows them, with assignee names looked up in one go. */
-  async present(accountId: string, rows: ConversationRow[]): Promise<Conversation[]> {
+  /**
+   * Conversations as the API shows them: assignee names, contacts, newest messages and unread
+   * counts each looked up in one go.
+   */
+  async present(accountId: string, rows: ConversationRow[], trx?: Tx): Promise<Conversation[]> {
     const userIds = rows.filter((r) => r.assignee_type === 'user').map((r) => r.assignee_id!);
     const teamIds = rows.filter((r) => r.assignee_type === 'team').map((r) => r.assignee_id!);
-    const names = await this.deps.users.namesOf(accountId, userIds, teamIds);
-    return rows.map((r) => ({
-      id: r.id,
-      contact_id: r.contact_id,
-      channel: r.channel,
-      status: r.status,
-      assigned_to:
-        r.assignee_type && r.assignee_id
-          ? { type: r.assignee_type, id: r.assignee_id, name: names.get(r.assignee_id) ?? '' }
-          : null,
-      messages: [],
-      created_at: r.created_at.toISOString(),
-      updated_at: r.updated_at.toISOString(),
-    }));
+    const [names, summaries] = await Promise.all([
+      this.deps.users.namesOf(accountId, userIds, teamIds),
+      this.deps.conversations.summaries(
+        accountId,
+        rows.map((r) => r.id),
+        trx,
+      ),
+    ]);
+    const now = this.deps.clock.now();
+    return rows.map((r) => {
+      const summary = summaries.get(r.id);
+      const last = summary?.last_message ?? null;
+      return {
+        id: r.id,
+        contact_id: r.contact_id,
+        channel: r.channel,
+        status: r.status,
+        assigned_to:
+          r.assignee_type && r.assignee_id
+            ? { type: r.assignee_type, id: r.assignee_id, name: names.get(r.assignee_id) ?? '' }
+            : null,
+        contact: summary?.contact ?? null,
+        last_message: last && {
+          id: last.id,
+          direction: last.direction,
+          type: last.type,
+          preview: previewOf(last.type, last.content),
+          status: last.status,
+          created_at: new Date(last.created_at).toISOString(),
+        },
+        unread_count: summary?.unread_count ?? 0,
+        last_read_at: r.last_read_at?.toISOString() ?? null,
+        window_expires_at: windowExpiresAt(r.channel, r.last_inbound_at, now),
+        messages: [],
+        created_at: r.created_at.toISOString(),
+        updated_at: r.updated_at.toISOString(),
+      };
+    });
+  }
+
+  /**
+   * Marks the conversation read for the team (its unread count goes to 0) with
+   * `conversation.read`; one with nothing unread is answered as it is, with no event.
+   */
+  async read(scope: Scope, id: string): Promise<Conversation> {
+    return this.deps.tx.run(scope, async (trx) => {
+      const current = await this.deps.conversations.lock(trx, scope.accountId, id);
+      if (!current) throw new NotFound('conversation', id);
+      const row = await this.deps.conversations.markRead(
+        trx,
+        scope.accountId,
+        id,
+        this.deps.clock.now(),
+      );
+      const [conversation] = await this.present(scope.accountId, [row ?? current], trx);
+      if (row)
+        await this.deps.outbox.record(trx, scope.accountId, 'conversation.read', conversation!);
+      return conversation!;
+    });
   }
 
   async list(
@@ -126,7 +177,7 @@ export class ConversationsService {
         status: 'open',
         updated_at: this.deps.clock.now(),
       });
-      const [conversation] = await this.present(scope.accountId, [row]);
+      const [conversation] = await this.present(scope.accountId, [row], trx);
       await this.deps.outbox.record(trx, scope.accountId, 'conversation.assigned', conversation!);
       return conversation!;
     });
@@ -138,12 +189,12 @@ export class ConversationsService {
       const current = await this.deps.conversations.lock(trx, scope.accountId, id);
       if (!current) throw new NotFound('conversation', id);
       if (current.status === 'resolved')
-        return (await this.present(scope.accountId, [current]))[0]!;
+        return (await this.present(scope.accountId, [current], trx))[0]!;
       const row = await this.deps.conversations.update(trx, scope.accountId, id, {
         status: 'resolved',
         updated_at: this.deps.clock.now(),
       });
-      const [conversation] = await this.present(scope.accountId, [row]);
+      const [conversation] = await this.present(scope.accountId, [row], trx);
       await this.deps.outbox.record(trx, scope.accountId, 'conversation.resolved', conversation!);
       return conversation!;
     });
@@ -191,12 +242,12 @@ export class ConversationsService {
       const current = await this.deps.conversations.lock(trx, scope.accountId, id);
       if (!current) throw new NotFound('conversation', id);
       const changes = patch(current);
-      if (changes === null) return (await this.present(scope.accountId, [current]))[0]!;
+      if (changes === null) return (await this.present(scope.accountId, [current], trx))[0]!;
       const row = await this.deps.conversations.update(trx, scope.accountId, id, {
         ...changes,
         updated_at: this.deps.clock.now(),
       });
-      const [conversation] = await this.present(scope.accountId, [row]);
+      const [conversation] = await this.present(scope.accountId, [row], trx);
       await this.deps.outbox.record(trx, scope.accountId, event, conversation!);
       return conversation!;
     });
@@ -233,4 +284,18 @@ export class ConversationsService {
     );
     return { data: rows.map(toNote), total, page: page.page };
   }
+}
+
+/** At most 140 characters of a message's text, whitespace folded; its kind when it has none. */
+export function previewOf(type: string, content: string | null): string {
+  const text = (content ?? '').replace(/\s+/g, ' ').trim();
+  if (text === '') return `[${type}]`;
+  return text.length <= 140 ? text : `${text.slice(0, 139)}…`;
+}
+
+/** When the 24-hour window closes, on a windowed channel whose contact wrote in the last day. */
+function windowExpiresAt(channel: Channel, lastInboundAt: Date | null, now: Date): string | null {
+  if (!WINDOWED_CHANNELS.has(channel) || lastInboundAt === null) return null;
+  const closes = lastInboundAt.getTime() + CUSTOMER_WINDOW_MS;
+  return closes > now.getTime() ? new Date(closes).toISOString() : null;
 }

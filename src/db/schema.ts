@@ -127,6 +127,8 @@ export interface ConversationsTable {
   assignee_type: 'user' | 'team' | null;
   assignee_id: string | null;
   last_inbound_at: Timestamp | null;
+  /** When the team last read it; inbound messages after this are unread. */
+  last_read_at: Timestamp | null;
   created_at: Timestamp;
   updated_at: Timestamp;
 }

@@ -17,6 +17,8 @@ export interface EventPayloads {
   'conversation.reopened': Conversation;
   /** Beyond SPEC.md: a conversation's assignee removed. */
   'conversation.unassigned': Conversation;
+  /** Beyond SPEC.md: the team read what was unread in it. */
+  'conversation.read': Conversation;
   'broadcast.completed': Broadcast;
 }
 
@@ -31,6 +33,7 @@ export const EVENT_TYPES = [
   'conversation.resolved',
   'conversation.reopened',
   'conversation.unassigned',
+  'conversation.read',
   'contact.created',
   'broadcast.completed',
 ] as const satisfies readonly EventType[];

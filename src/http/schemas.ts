@@ -49,8 +49,8 @@ export const Success = Type.Object({ success: Type.Literal(true) });
 export const Timestamp = Type.String({ format: 'date-time' });
 
 /** Nullable field, written as an OpenAPI 3.1 type union. */
-export function Nullable<T extends TSchema>(schema: T) {
-  return Type.Union([schema, Type.Null()]);
+export function Nullable<T extends TSchema>(schema: T, options?: { description?: string }) {
+  return Type.Union([schema, Type.Null()], options);
 }
 
 /** A reference to the shared error envelope (registered once with `app.addSchema`). */
