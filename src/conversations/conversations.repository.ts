@@ -32,6 +32,9 @@ export interface ConversationFilter {
   status: 'open' | 'resolved' | 'all';
   channel?: Channel;
   assignedTo?: string;
+  /** Only those assigned to nobody. */
+  unassigned?: boolean;
+  contactId?: string;
 }
 
 export class ConversationsRepository {
@@ -175,6 +178,8 @@ export class ConversationsRepository {
     if (filter.status !== 'all') q = q.where('status', '=', filter.status);
     if (filter.channel) q = q.where('channel', '=', filter.channel);
     if (filter.assignedTo) q = q.where('assignee_id', '=', filter.assignedTo);
+    if (filter.unassigned) q = q.where('assignee_id', 'is', null);
+    if (filter.contactId) q = q.where('contact_id', '=', filter.contactId);
     return paged(q, page, (q) => q.selectAll().orderBy('updated_at', 'desc').orderBy('id', 'desc'));
   }
 

@@ -38,8 +38,10 @@ export function conversationsRoutes(
           status: req.query.status ?? 'open',
           channel: req.query.channel,
           assignedTo: req.query.assigned_to,
+          contactId: req.query.contact_id,
         },
         pageRequest(req.query),
+        req.query.view ?? 'all',
       ),
   });
   r.get('/conversations/counts', {

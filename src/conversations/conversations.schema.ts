@@ -73,6 +73,18 @@ export const ListConversationsQuery = Type.Object(
     assigned_to: Type.Optional(
       Type.String({ minLength: 1, description: 'A user id or a team id.' }),
     ),
+    view: Type.Optional(
+      Type.Union([Type.Literal('all'), Type.Literal('mine'), Type.Literal('unassigned')], {
+        description:
+          "An inbox view: `all`, `unassigned` (assigned to nobody), or `mine` (the signed-in user's; a 422 with an API key).",
+      }),
+    ),
+    sort: Type.Optional(
+      Type.Literal('last_activity', {
+        description: 'Newest activity first (the order of every list).',
+      }),
+    ),
+    contact_id: Type.Optional(Type.String({ minLength: 1, description: "One contact's." })),
   },
   { additionalProperties: false },
 );

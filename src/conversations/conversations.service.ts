@@ -106,12 +106,23 @@ export class ConversationsService {
     });
   }
 
+  /**
+   * A page of conversations, newest activity first. `view=mine` is a signed-in user's own
+   * conversations: an API key has no user, so it is a 422 there.
+   */
   async list(
     scope: Scope,
     filter: ConversationFilter,
     page: PageRequest,
+    view: 'all' | 'mine' | 'unassigned' = 'all',
   ): Promise<PageResult<Conversation>> {
-    const { rows, total } = await this.deps.conversations.list(scope.accountId, filter, page);
+    if (view === 'mine')
+      throw new ValidationError('view', 'mine needs a signed-in user; an API key has no "mine"');
+    const { rows, total } = await this.deps.conversations.list(
+      scope.accountId,
+      { ...filter, unassigned: view === 'unassigned' },
+      page,
+    );
     return { data: await this.present(scope.accountId, rows), total, page: page.page };
   }
 

@@ -106,6 +106,28 @@ describe('GET /v1/conversations: filters', () => {
     expect((await list(other, '?assigned_to=usr_00000000000000000000000000')).json().total).toBe(0);
   });
 
+  it('view=unassigned lists those assigned to nobody, view=all every one; contact_id narrows to one contact; sort=last_activity is the order', async () => {
+    const other = await newAccount(t);
+    const a = await conversation(other);
+    const b = await conversation(other);
+    const c = await conversation(other, 'whatsapp');
+    const user = await createUser(other, 'Alice');
+    t.clock.advance(1000);
+    // Assigning is activity: b moves to the top.
+    expectStatus(await assign(other, b.id, { user_id: user.id }), 200);
+    expect(ids(await list(other, '?view=unassigned'))).toEqual([c.id, a.id]);
+    expect(ids(await list(other, '?view=all'))).toEqual(ids(await list(other)));
+    expect(ids(await list(other, '?view=all&sort=last_activity'))).toEqual([b.id, c.id, a.id]);
+    expect(ids(await list(other, `?contact_id=${a.contactId}`))).toEqual([a.id]);
+    expect(ids(await list(other, `?view=unassigned&contact_id=${b.contactId}`))).toEqual([]);
+    expect((await list(other, '?contact_id=con_00000000000000000000000000')).json().total).toBe(0);
+  });
+
+  it('view=mine needs a signed-in user: with an API key it is a 422', async () => {
+    expectError(await list(acc, '?view=mine'), 422, 'view');
+    expectError(await list(acc, '?view=everyone'), 422, 'view');
+  });
+
   it('an invalid status, channel or unknown query parameter is a 422 naming it', async () => {
     expectError(await list(acc, '?status=closed'), 422, 'status');
     expectError(await list(acc, '?channel=sms'), 422, 'channel');
