@@ -284,6 +284,7 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     conversations: conversationsRepo,
     messages: messagesRepo,
     users: usersRepo,
+    contacts,
     outbox,
     clock,
   });

@@ -1,15 +1,11 @@
-import { sql, type Selectable } from 'kysely';
+import type { Selectable } from 'kysely';
 import type { Db } from '../db/database.js';
+import { containsPattern, prefixPattern } from '../db/like.js';
 import { paged, type Paged } from '../db/paged.js';
 import type { CannedResponsesTable } from '../db/schema.js';
 import type { PageRequest } from '../http/pagination.js';
 
 export type CannedResponseRow = Selectable<CannedResponsesTable>;
-
-/** `%` and `_` (and the escape) taken literally in a LIKE pattern. */
-function likeLiteral(text: string): string {
-  return text.replace(/[\\%_]/g, '\\$&');
-}
 
 export class CannedResponsesRepository {
   constructor(private readonly db: Db) {}
@@ -37,15 +33,13 @@ export class CannedResponsesRepository {
     page: PageRequest,
   ): Promise<Paged<CannedResponseRow>> {
     let filtered = this.db.selectFrom('canned_responses').where('account_id', '=', accountId);
-    if (q !== null) {
-      const literal = likeLiteral(q);
+    if (q !== null)
       filtered = filtered.where((eb) =>
         eb.or([
-          eb('shortcut', 'like', `${literal}%`),
-          sql<boolean>`content ILIKE ${`%${literal}%`}`,
+          eb('shortcut', 'ilike', prefixPattern(q)),
+          eb('content', 'ilike', containsPattern(q)),
         ]),
       );
-    }
     return paged(filtered, page, (query) => query.selectAll().orderBy('shortcut').orderBy('id'));
   }
 

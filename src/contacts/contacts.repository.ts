@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { CUSTOM_PLAN, type Db, type Tx } from '../db/database.js';
+import { containsPattern } from '../db/like.js';
 import { paged } from '../db/paged.js';
 import type { Channel, ContactsTable, CustomFieldValue, IdentityChannel } from '../db/schema.js';
 import type { PageRequest } from '../http/pagination.js';
@@ -31,11 +32,6 @@ export interface ContactChanges {
   removeFields?: string[];
   lifecycle_stage?: string | null;
   updated_at: Date;
-}
-
-/** A LIKE pattern that matches `term` anywhere, with the term's own % _ \ taken literally. */
-export function containsPattern(term: string): string {
-  return `%${term.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }
 
 export class ContactsRepository {

@@ -1,5 +1,5 @@
 import type { Clock } from '../clock.js';
-import { Batcher } from '../db/batcher.js';
+import { Batcher, groupBy } from '../db/batcher.js';
 import type { ReadCache } from '../db/read-cache.js';
 import type { Tx } from '../db/database.js';
 import type { Channel, CustomFieldValue, IdentityChannel } from '../db/schema.js';
@@ -110,22 +110,14 @@ export class ContactsService {
           throw new Conflict(`a contact with phone ${requests[0]!.row.phone} already exists`);
         throw err;
       }
-      const byAccount = new Map<string, number[]>();
-      requests.forEach((r, i) =>
-        byAccount.set(r.scope.accountId, [...(byAccount.get(r.scope.accountId) ?? []), i]),
-      );
-      for (const [accountId, indexes] of byAccount) {
-        const tags = [...new Set(indexes.flatMap((i) => requests[i]!.row.tags))].sort();
-        await this.deps.contacts.addTags(
-          trx,
-          accountId,
-          tags,
-          requests[indexes[0]!]!.row.created_at,
-        );
+      const created = requests.map((r, i) => ({ row: r.row, contact: contacts[i]! }));
+      for (const [accountId, group] of groupBy(created, (c) => c.row.account_id)) {
+        const tags = [...new Set(group.flatMap((c) => c.row.tags))].sort();
+        await this.deps.contacts.addTags(trx, accountId, tags, group[0]!.row.created_at);
         await this.deps.outbox.recordMany(
           trx,
           accountId,
-          indexes.map((i) => ({ type: 'contact.created' as const, data: contacts[i]! })),
+          group.map((c) => ({ type: 'contact.created' as const, data: c.contact })),
         );
       }
       for (const [i, r] of requests.entries())
@@ -136,12 +128,29 @@ export class ContactsService {
   }
 
   async get(scope: Scope, id: string): Promise<Contact> {
-    const contact = await this.deps.cache.get(`${scope.accountId} ${id}`, async () => {
+    const contact = await this.find(scope, id);
+    if (!contact) throw new NotFound('contact', id);
+    return contact;
+  }
+
+  /** These contacts of the account, each read as `get` reads it; a deleted one is absent. */
+  async findMany(scope: Scope, ids: readonly string[]): Promise<Map<string, Contact>> {
+    const found = new Map<string, Contact>();
+    await Promise.all(
+      [...new Set(ids)].map(async (id) => {
+        const contact = await this.find(scope, id);
+        if (contact) found.set(id, contact);
+      }),
+    );
+    return found;
+  }
+
+  /** From the cache, else read with the lookups of concurrent requests (one query). */
+  private find(scope: Scope, id: string): Promise<Contact | undefined> {
+    return this.deps.cache.get(`${scope.accountId} ${id}`, async () => {
       const row = await this.byId.submit({ accountId: scope.accountId, id });
       return row && toContact(row);
     });
-    if (!contact) throw new NotFound('contact', id);
-    return contact;
   }
 
   // Found or created, and held, inside the caller's transaction: see ContactLookups.

@@ -5,15 +5,8 @@ import { paged } from '../db/paged.js';
 import type { PageRequest } from '../http/pagination.js';
 import { newId } from '../ids.js';
 
-/** A conversation's contact, newest message and unread count (see `summaries`). */
+/** A conversation's newest message and unread count (see `summaries`). */
 export interface ConversationSummary {
-  contact: {
-    id: string;
-    name: string | null;
-    phone: string | null;
-    email: string | null;
-    identities: { channel: string; id: string }[];
-  } | null;
   last_message: {
     id: string;
     direction: 'inbound' | 'outbound';
@@ -184,10 +177,9 @@ export class ConversationsRepository {
   }
 
   /**
-   * What a conversation shows beside its own row, for these conversations of the account in one
-   * statement: its contact (null once deleted), its newest message, and how many inbound
-   * messages came after it was last read. Each is looked up through the conversation's own
-   * index entries, however long its history.
+   * What a conversation shows of its messages, for these conversations of the account in one
+   * statement: its newest message, and how many inbound messages came after it was last read.
+   * Both are read through the conversation's own index entries, however long its history.
    */
   async summaries(
     accountId: string,
@@ -197,14 +189,6 @@ export class ConversationsRepository {
     if (ids.length === 0) return new Map();
     const { rows } = await sql<ConversationSummary & { id: string }>`
       SELECT c.id,
-             CASE WHEN ct.id IS NULL THEN NULL ELSE json_build_object(
-               'id', ct.id, 'name', ct.name, 'phone', ct.phone, 'email', ct.email,
-               'identities', (
-                 SELECT coalesce(json_agg(json_build_object('channel', i.channel, 'id', i.external_id)
-                                          ORDER BY i.channel), '[]'::json)
-                 FROM contact_identities i
-                 WHERE i.account_id = ct.account_id AND i.contact_id = ct.id)
-             ) END AS contact,
              CASE WHEN lm.id IS NULL THEN NULL ELSE json_build_object(
                'id', lm.id, 'direction', lm.direction, 'type', lm.type, 'content', lm.content,
                'status', lm.status, 'created_at', lm.created_at
@@ -215,7 +199,6 @@ export class ConversationsRepository {
                 AND (c.last_read_at IS NULL OR m.created_at > c.last_read_at)) AS unread_count
       FROM (SELECT DISTINCT id FROM unnest(${ids}::text[]) AS w(id)) w
       JOIN conversations c ON c.account_id = ${accountId} AND c.id = w.id
-      LEFT JOIN contacts ct ON ct.account_id = c.account_id AND ct.id = c.contact_id
       LEFT JOIN LATERAL (
         SELECT m.id, m.direction, m.type, m.content, m.status, m.created_at FROM messages m
         WHERE m.account_id = c.account_id AND m.conversation_id = c.id

@@ -1,4 +1,5 @@
 import { Type, type Static } from 'typebox';
+import { Contact } from '../contacts/contacts.schema.js';
 import { ChannelSchema, Message } from '../messages/messages.schema.js';
 import { Nullable, PageQuery, Timestamp } from '../http/schemas.js';
 
@@ -8,15 +9,13 @@ export const Assignee = Type.Object({
   name: Type.String(),
 });
 
-export const ConversationContact = Type.Object(
+export const ConversationContact = Type.Pick(
+  Contact,
+  ['id', 'name', 'phone', 'email', 'identities'],
   {
-    id: Type.String(),
-    name: Nullable(Type.String()),
-    phone: Nullable(Type.String()),
-    email: Nullable(Type.String()),
-    identities: Type.Array(Type.Object({ channel: Type.String(), id: Type.String() })),
+    description:
+      'The contact as GET /v1/contacts/{id} shows it, its list fields only; null once the contact was deleted.',
   },
-  { description: 'The contact, as a list shows it; null once the contact was deleted.' },
 );
 
 export const LastMessage = Type.Object(
@@ -147,7 +146,7 @@ export const ConversationCountsQuery = Type.Object(
 
 export const ConversationCounts = Type.Object(
   {
-    mine: Type.Union([Type.Integer(), Type.Null()], {
+    mine: Nullable(Type.Integer(), {
       description: 'Open conversations assigned to the signed-in user; null for an API key.',
     }),
     unassigned: Type.Integer({ description: 'Open conversations assigned to nobody.' }),

@@ -1,15 +1,17 @@
-import type { Clock } from '../clock.js';
-import type { Tx } from '../db/database.js';
-import type { Scope, Transactor } from '../db/transactor.js';
 import { WINDOWED_CHANNELS } from '../channels/channel.js';
+import type { Clock } from '../clock.js';
+import type { Contact } from '../contacts/contacts.schema.js';
+import type { ContactsService } from '../contacts/contacts.service.js';
+import type { Tx } from '../db/database.js';
 import type { Channel } from '../db/schema.js';
-import { CUSTOMER_WINDOW_MS } from '../messages/window.js';
+import type { Scope, Transactor } from '../db/transactor.js';
 import { NotFound, ValidationError } from '../errors.js';
 import type { Outbox } from '../events/outbox.js';
 import type { PageRequest, PageResult } from '../http/pagination.js';
 import { newId } from '../ids.js';
 import type { MessageRow, MessagesRepository } from '../messages/messages.repository.js';
 import { toMessage } from '../messages/messages.present.js';
+import { CUSTOMER_WINDOW_MS } from '../messages/window.js';
 import type { UsersRepository } from '../users/users.repository.js';
 import type {
   ConversationFilter,
@@ -33,6 +35,8 @@ export class ConversationsService {
       conversations: ConversationsRepository;
       messages: MessagesRepository;
       users: UsersRepository;
+      /** The contacts a conversation shows, read as `GET /v1/contacts/{id}` reads them. */
+      contacts: Pick<ContactsService, 'findMany'>;
       outbox: Outbox;
       clock: Clock;
     },
@@ -45,8 +49,12 @@ export class ConversationsService {
   async present(accountId: string, rows: ConversationRow[], trx?: Tx): Promise<Conversation[]> {
     const userIds = rows.filter((r) => r.assignee_type === 'user').map((r) => r.assignee_id!);
     const teamIds = rows.filter((r) => r.assignee_type === 'team').map((r) => r.assignee_id!);
-    const [names, summaries] = await Promise.all([
+    const [names, contacts, summaries] = await Promise.all([
       this.deps.users.namesOf(accountId, userIds, teamIds),
+      this.deps.contacts.findMany(
+        { accountId },
+        rows.map((r) => r.contact_id),
+      ),
       this.deps.conversations.summaries(
         accountId,
         rows.map((r) => r.id),
@@ -66,7 +74,7 @@ export class ConversationsService {
           r.assignee_type && r.assignee_id
             ? { type: r.assignee_type, id: r.assignee_id, name: names.get(r.assignee_id) ?? '' }
             : null,
-        contact: summary?.contact ?? null,
+        contact: contactOf(contacts.get(r.contact_id)),
         last_message: last && {
           id: last.id,
           direction: last.direction,
@@ -196,19 +204,9 @@ export class ConversationsService {
 
   /** Resolving a resolved conversation changes nothing and emits nothing. */
   async resolve(scope: Scope, id: string): Promise<Conversation> {
-    return this.deps.tx.run(scope, async (trx) => {
-      const current = await this.deps.conversations.lock(trx, scope.accountId, id);
-      if (!current) throw new NotFound('conversation', id);
-      if (current.status === 'resolved')
-        return (await this.present(scope.accountId, [current], trx))[0]!;
-      const row = await this.deps.conversations.update(trx, scope.accountId, id, {
-        status: 'resolved',
-        updated_at: this.deps.clock.now(),
-      });
-      const [conversation] = await this.present(scope.accountId, [row], trx);
-      await this.deps.outbox.record(trx, scope.accountId, 'conversation.resolved', conversation!);
-      return conversation!;
-    });
+    return this.change(scope, id, 'conversation.resolved', (current) =>
+      current.status === 'resolved' ? null : { status: 'resolved' },
+    );
   }
 
   /** Reopening an open conversation changes nothing and emits nothing. */
@@ -244,7 +242,7 @@ export class ConversationsService {
   private async change(
     scope: Scope,
     id: string,
-    event: 'conversation.reopened' | 'conversation.unassigned',
+    event: 'conversation.resolved' | 'conversation.reopened' | 'conversation.unassigned',
     patch: (
       current: ConversationRow,
     ) => Partial<Pick<ConversationRow, 'status' | 'assignee_type' | 'assignee_id'>> | null,
@@ -298,10 +296,17 @@ export class ConversationsService {
 }
 
 /** At most 140 characters of a message's text, whitespace folded; its kind when it has none. */
-export function previewOf(type: string, content: string | null): string {
+function previewOf(type: string, content: string | null): string {
   const text = (content ?? '').replace(/\s+/g, ' ').trim();
   if (text === '') return `[${type}]`;
   return text.length <= 140 ? text : `${text.slice(0, 139)}…`;
+}
+
+/** What a conversation shows of its contact; null once the contact was deleted. */
+function contactOf(contact: Contact | undefined): Conversation['contact'] {
+  if (!contact) return null;
+  const { id, name, phone, email, identities } = contact;
+  return { id, name, phone, email, identities };
 }
 
 /** When the 24-hour window closes, on a windowed channel whose contact wrote in the last day. */

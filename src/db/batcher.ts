@@ -38,6 +38,18 @@ export async function runIsolated<I, O>(
   }
 }
 
+/** A group's items by key (their account, mostly), each list in the group's order. */
+export function groupBy<T>(items: readonly T[], key: (item: T) => string): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const item of items) {
+    const k = key(item);
+    const group = groups.get(k);
+    if (group) group.push(item);
+    else groups.set(k, [item]);
+  }
+  return groups;
+}
+
 export class Batcher<I, O> {
   private queue: Array<{ item: I; resolve: (out: O) => void; reject: (err: unknown) => void }> = [];
   private running = 0;

@@ -6,7 +6,7 @@ import type {
 } from '../channels/channel.js';
 import { AppError } from '../errors.js';
 import type { Clock } from '../clock.js';
-import { Batcher } from '../db/batcher.js';
+import { Batcher, groupBy } from '../db/batcher.js';
 import type { Db, Tx } from '../db/database.js';
 import type { Channel } from '../db/schema.js';
 import type { Outbox } from '../events/outbox.js';
@@ -339,7 +339,7 @@ export class SendPipeline {
   private async recordIn(trx: Tx, plans: RecordPlan[]): Promise<MessageRow[][]> {
     const now = this.deps.clock.now();
     const changedById = new Map<string, MessageRow>();
-    for (const [accountId, group] of byAccount(plans)) {
+    for (const [accountId, group] of groupBy(plans, (p) => p.send.accountId)) {
       const outcomes = new Map<string, SendOutcome>();
       for (const p of group) for (const [id, o] of p.outcomes) outcomes.set(id, o);
       const changed = await this.deps.messages.recordOutcomes(
@@ -431,16 +431,6 @@ function simulatedReports(accountId: string, messageId: string, outcome: SendOut
 
 function disconnected(channel: Channel): string {
   return `the ${channel} channel was disconnected before the message could be sent`;
-}
-
-function byAccount(plans: RecordPlan[]): Map<string, RecordPlan[]> {
-  const groups = new Map<string, RecordPlan[]>();
-  for (const p of plans) {
-    const group = groups.get(p.send.accountId);
-    if (group) group.push(p);
-    else groups.set(p.send.accountId, [p]);
-  }
-  return groups;
 }
 
 function heldJob(plan: RecordPlan): HeldJob {

@@ -1,4 +1,4 @@
-import { Batcher } from '../db/batcher.js';
+import { Batcher, groupBy } from '../db/batcher.js';
 import { NotFound } from '../errors.js';
 import type { JobHandler } from '../jobs/job-runner.js';
 import type { MessagesService } from '../messages/messages.service.js';
@@ -50,28 +50,27 @@ export function sandboxStatusJob(messages: MessagesService): JobHandler<'sandbox
   };
 }
 
-/** Each job's reports, applied with the others of its account in one transaction. */
+/**
+ * Each job's reports, applied with the others of its account in one transaction. Should one
+ * account's transaction fail after another's committed, the Batcher applies every job again on
+ * its own: reports only move a message forward, so those already applied change nothing.
+ */
 async function applyGrouped(
   messages: MessagesService,
   jobs: Report[][],
 ): Promise<Array<Array<'applied' | 'unchanged' | 'unknown'>>> {
-  const byAccount = new Map<string, number[]>();
-  jobs.forEach((steps, i) => {
-    const accountId = steps[0]!.accountId;
-    byAccount.set(accountId, [...(byAccount.get(accountId) ?? []), i]);
-  });
   const results: Array<Array<'applied' | 'unchanged' | 'unknown'>> = jobs.map(() => []);
-  for (const [accountId, indexes] of byAccount) {
-    const flat = indexes.flatMap((i) => jobs[i]!.map((step) => ({ job: i, step })));
+  const steps = jobs.flatMap((reports, job) => reports.map((report) => ({ job, report })));
+  for (const [accountId, group] of groupBy(steps, (s) => s.report.accountId)) {
     const applied = await messages.applyStatusMany(
       { accountId },
-      flat.map(({ step }) => ({
-        messageId: step.messageId,
-        status: step.status,
-        reason: step.reason,
+      group.map(({ report }) => ({
+        messageId: report.messageId,
+        status: report.status,
+        reason: report.reason,
       })),
     );
-    flat.forEach(({ job }, k) => results[job]!.push(applied[k]!));
+    group.forEach(({ job }, k) => results[job]!.push(applied[k]!));
   }
   return results;
 }

@@ -7,7 +7,6 @@ import { AppError, Forbidden, Unauthorized, ValidationError } from '../errors.js
 import { newId } from '../ids.js';
 import type { MessageRow } from '../messages/messages.repository.js';
 import type { Message } from '../messages/messages.schema.js';
-import type { StatusUpdate } from '../channels/channel.js';
 import type { InboundMessage } from '../channels/channel.js';
 import type { ConnectionsRepository } from '../connections/connections.repository.js';
 import type { SecretBox } from '../connections/secret-box.js';
@@ -72,7 +71,10 @@ export interface WebchatContacts {
 /** What the webchat needs of messages: the inbound path and the status path of every channel. */
 export interface WebchatMessages {
   receive(scope: Scope, inbound: InboundMessage): Promise<Message>;
-  applyStatus(scope: Scope, update: StatusUpdate): Promise<Message>;
+  applyStatusMany(
+    scope: Scope,
+    reports: { messageId: string; status: 'delivered' | 'read'; reason: null }[],
+  ): Promise<unknown>;
 }
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
@@ -308,7 +310,8 @@ export class WebchatService {
 
   /**
    * The widget has the team's messages (`delivered`) or the visitor has seen them (`read`):
-   * each moves forward once, with its event. Ids outside the visitor's conversation are ignored.
+   * each moves forward once, with its event, all in one transaction. Ids outside the visitor's
+   * conversation are ignored.
    */
   async receipts(
     ctx: VisitorContext,
@@ -324,8 +327,10 @@ export class WebchatService {
     const mine = await this.deps.webchat.outboundIn(ctx.widget.accountId, conversationId, [
       ...new Set(ids),
     ]);
-    const scope = { accountId: ctx.widget.accountId };
-    for (const id of mine) await this.deps.messages.applyStatus(scope, { messageId: id, status });
+    await this.deps.messages.applyStatusMany(
+      { accountId: ctx.widget.accountId },
+      mine.map((messageId) => ({ messageId, status, reason: null })),
+    );
     return { success: true };
   }
 

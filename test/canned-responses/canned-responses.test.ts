@@ -91,6 +91,7 @@ describe('canned responses', () => {
       'shipping', // "REFUNDS" in its content
     ]);
     expect((await list(acc, '?q=ship')).data.map((c) => c.shortcut)).toEqual(['shipping']);
+    expect((await list(acc, '?q=RE-O')).data.map((c) => c.shortcut)).toEqual(['re-open']);
     expect((await list(acc, '?q=help')).data.map((c) => c.shortcut)).toEqual(['hello']);
     expect((await list(acc, '?q=fund')).data.map((c) => c.shortcut)).toEqual([
       'refund',

@@ -43,8 +43,13 @@ describe('what a conversation carries for an inbox', () => {
     const second = await receive(acc, contact.id, 'whatsapp', '  Where   is\n my order?  ');
     const id = second.conversation_id;
     const conversation = await get(acc, id);
+    // The contact as GET /v1/contacts/{id} shows it (its WhatsApp identity derived from the phone).
+    const { name, phone, email, identities } = (
+      await acc.call({ method: 'GET', url: `/v1/contacts/${contact.id}` })
+    ).json();
+    expect(identities).toEqual([{ channel: 'whatsapp', id: contact.phone }]);
     expect(conversation).toMatchObject({
-      contact: { id: contact.id, name: null, phone: contact.phone, email: null, identities: [] },
+      contact: { id: contact.id, name, phone, email, identities },
       last_message: {
         id: second.id,
         direction: 'inbound',
