@@ -143,6 +143,7 @@ export async function buildApp(
     jobKinds: services.jobHandlers.map((h) => h.kind),
   });
 
+  app.decorate('routeAccess', []);
   await app.register(
     async (v1) => {
       // A typo in a query parameter must not pass silently, on routes that take none too.
@@ -156,6 +157,7 @@ export async function buildApp(
           session: (token) => services.sessions.principal(token),
         },
         rateLimiter: deps.rateLimiter,
+        routeAccess: app.routeAccess,
       });
       installIdempotency(v1, { db: deps.db, clock: deps.clock });
       sessionRoutes(v1, services.sessions, {

@@ -35,7 +35,20 @@ export interface AccessConfig {
   credentials?: 'none' | 'session';
 }
 
+/** Who may call a route: `anyone` (sign-in), or the least role. */
+export interface RouteAccess {
+  method: string;
+  url: string;
+  access: 'anyone' | 'agent' | 'admin';
+  /** Only a signed-in session (not an API key) may call it. */
+  sessionOnly: boolean;
+}
+
 declare module 'fastify' {
+  interface FastifyInstance {
+    /** Every /v1 route with the role it needs (the docs' route × role table, walked by a test). */
+    routeAccess: RouteAccess[];
+  }
   interface FastifyContextConfig extends AccessConfig {
     /** The status of the route's success (idempotency replays it). */
     successStatus?: number;
@@ -63,10 +76,27 @@ export function accessOf(method: string, config: AccessConfig): 'agent' | 'admin
  */
 export function installAuth(
   app: FastifyInstance,
-  deps: { authenticators: Authenticators; rateLimiter: RateLimiter },
+  deps: {
+    authenticators: Authenticators;
+    rateLimiter: RateLimiter;
+    /** Where each route's access is noted as it is added. */
+    routeAccess?: RouteAccess[];
+  },
 ): void {
   app.decorateRequest('scope', null as unknown as Scope);
   app.decorateRequest('principal', null);
+  app.addHook('onRoute', (route) => {
+    const config = (route.config ?? {}) as AccessConfig;
+    for (const method of [route.method].flat()) {
+      if (method === 'HEAD') continue;
+      deps.routeAccess?.push({
+        method,
+        url: route.url,
+        access: config.credentials === 'none' ? 'anyone' : accessOf(method, config),
+        sessionOnly: config.credentials === 'session',
+      });
+    }
+  });
   app.addHook('onRequest', async (request: FastifyRequest, reply) => {
     const config = request.routeOptions.config as AccessConfig;
     if (config.credentials === 'none') return;
