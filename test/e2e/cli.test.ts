@@ -56,6 +56,64 @@ describe('switchboard CLI', () => {
     }
   });
 
+  it('users invite prints a link that signs the user in; again for the same email, a new link for that user', async () => {
+    const env = { DATABASE_URL: inject('databaseUrl') };
+    const account = await runCli(env, [
+      'accounts',
+      'create',
+      '--name',
+      'Inbox',
+      '--plan',
+      'starter',
+      '--json',
+    ]);
+    const id = (JSON.parse(account.stdout) as { id: string }).id;
+    const email = `${randomUUID()}@example.com`;
+    const invite = (extra: string[]) =>
+      runCli(env, ['users', 'invite', '--account', id, '--email', email, ...extra]);
+    const first = await invite(['--role', 'admin', '--name', 'Olive', '--json']);
+    expect(first.code, first.stderr).toBe(0);
+    const made = JSON.parse(first.stdout) as {
+      user_id: string;
+      invite_url: string;
+      expires_at: string;
+    };
+    expect(made.invite_url).toMatch(/\/app\/invite#token=[\w-]{43}$/);
+    const second = await invite([]);
+    expect(second.code, second.stderr).toBe(0);
+    expect(second.stdout).toContain(made.user_id);
+    const link = /(http\S+#token=\S+)/.exec(second.stdout)![1]!;
+    const bad = await invite(['--role', 'owner']);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toContain('must be admin or agent');
+
+    const service = await startService(env, ['serve', '--no-workers']);
+    try {
+      const spent = await fetch(`${service.base}/v1/invites/accept`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          token: new URL(made.invite_url).hash.slice(7),
+          password: 'long enough pw',
+        }),
+      });
+      expect(spent.status).toBe(404); // replaced by the second link
+      const accepted = await fetch(`${service.base}/v1/invites/accept`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ token: new URL(link).hash.slice(7), password: 'long enough pw' }),
+      });
+      expect(accepted.status).toBe(201);
+      expect(await accepted.json()).toMatchObject({
+        user: { id: made.user_id, name: 'Olive', role: 'admin' },
+        account: { id, plan: 'starter' },
+      });
+    } finally {
+      service.child.kill('SIGTERM');
+      await service.exited;
+    }
+  }, 120_000);
+
   it("changes an account's plan and rate limit, returns it to the plan's figure, and shows it", async () => {
     const env = { DATABASE_URL: inject('databaseUrl') };
     const created = await runCli(env, [

@@ -282,6 +282,9 @@ describe('the README, run as a newcomer runs it', () => {
         return found!.output;
       };
       expect(after(/npm start/)).toMatch(/Its API key, shown only this once:\s+sb_live_/);
+      expect(after(/npm start/)).toMatch(
+        /first admin[^\n]*:\s+http:\/\/127\.0\.0\.1:\d+\/app\/setup#token=[\w-]{43}\s/,
+      );
       expect(after(/export KEY=/)).toContain('{"data":[],"total":0,"page":1}');
       expect(after(/echo \$CONTACT/)).toMatch(/^\s*con_[0-9A-Z]{26}\s*$/);
       expect(after(/sandbox\/inbound/)).toMatch(/"direction":"inbound".*"status":"delivered"/);
