@@ -80,6 +80,7 @@ export async function buildApp(
   });
   app.addHook('onClose', async () => {
     services.eventFeed.stop();
+    services.presence.stop();
     await services.notifications.stop();
   });
   installErrorHandlers(app);

@@ -61,6 +61,7 @@ import { MessagesService } from './messages/messages.service.js';
 import { SendPipeline } from './messages/send-pipeline.js';
 import { Metrics } from './metrics/metrics.js';
 import { Notifications } from './realtime/notifications.js';
+import { Presence } from './events/presence.js';
 import { sandboxStatusJob } from './sandbox/sandbox-status.job.js';
 import { SandboxService } from './sandbox/sandbox.service.js';
 import { TemplatesRepository, type TemplateRow } from './templates/templates.repository.js';
@@ -137,6 +138,11 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
   const outbox = new Outbox(clock);
   const jobs = new JobQueue(clock);
   const usersRepo = new UsersRepository(db);
+  // One listening connection per process: the read caches', the event streams', presence's and
+  // the widget's.
+  const streamLog = deps.log ?? pino({ level: config.logLevel });
+  const notifications = new Notifications({ url: deps.eventFeedUrl ?? null, log: streamLog });
+  const presence = new Presence({ db, notifications });
   const conversationsRepo = new ConversationsRepository(db);
   const messagesRepo = new MessagesRepository(db);
   const broadcastsRepo = new BroadcastsRepository(db);
@@ -311,6 +317,7 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     contacts,
     outbox,
     clock,
+    presence,
   });
   const messages = new MessagesService({
     tx,
@@ -398,9 +405,6 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     clock,
     log,
   });
-  // One listening connection per process: the read caches', the event streams' and the widget's.
-  const streamLog = deps.log ?? pino({ level: config.logLevel });
-  const notifications = new Notifications({ url: deps.eventFeedUrl ?? null, log: streamLog });
   const eventFeed = new EventFeed({ notifications });
   const eventStreams = new EventStreamService({
     events: new EventsRepository(db),
@@ -408,6 +412,7 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     clock,
     log: streamLog,
     limits: deps.eventStreams,
+    presence,
   });
   const webchat = new WebchatService({
     tx,
@@ -448,6 +453,7 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     media,
     notifications,
     eventFeed,
+    presence,
     eventStreams,
     webchat,
     visitorStreams,

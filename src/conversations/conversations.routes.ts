@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
 import { pageRequest } from '../http/pagination.js';
 import { IdParams, Page, errorResponses } from '../http/schemas.js';
 import type { ConversationsService } from './conversations.service.js';
@@ -14,6 +15,7 @@ import {
   ListNotesQuery,
   MessageHistory,
   Note,
+  PresenceBody,
 } from './conversations.schema.js';
 
 export function conversationsRoutes(
@@ -137,6 +139,22 @@ export function conversationsRoutes(
       response: { 200: Conversation, ...errorResponses(404) },
     },
     handler: (req) => conversations.read(req.scope, req.params.id),
+  });
+  r.post('/conversations/:id/presence', {
+    config: { access: 'agent' },
+    schema: {
+      tags,
+      operationId: 'reportPresence',
+      summary:
+        'Tell the other agents, on the live stream, that you are viewing or typing (a session only; 30 s)',
+      params: IdParams,
+      body: PresenceBody,
+      response: { 204: Type.Null(), ...errorResponses(404, 422) },
+    },
+    handler: async (req, reply) => {
+      await conversations.presence(req.scope, req.params.id, req.body.state);
+      return reply.code(204).send(null);
+    },
   });
   r.post('/conversations/:id/notes', {
     config: { access: 'agent', successStatus: 201 },

@@ -155,3 +155,12 @@ export const ConversationCounts = Type.Object(
   },
   { $id: 'ConversationCounts' },
 );
+
+export const PresenceBody = Type.Object(
+  {
+    state: Type.Union([Type.Literal('viewing'), Type.Literal('typing')], {
+      description: 'Shown to the other agents for 30 seconds; repeat it to keep it shown.',
+    }),
+  },
+  { additionalProperties: false },
+);

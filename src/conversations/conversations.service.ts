@@ -7,6 +7,7 @@ import type { Channel } from '../db/schema.js';
 import type { Scope, Transactor } from '../db/transactor.js';
 import { NotFound, ValidationError } from '../errors.js';
 import type { Outbox } from '../events/outbox.js';
+import { PRESENCE_TTL_MS, type Presence } from '../events/presence.js';
 import type { PageRequest, PageResult } from '../http/pagination.js';
 import { newId } from '../ids.js';
 import type { MessageRow, MessagesRepository } from '../messages/messages.repository.js';
@@ -40,8 +41,27 @@ export class ConversationsService {
       contacts: Pick<ContactsService, 'findMany'>;
       outbox: Outbox;
       clock: Clock;
+      /** Where `presence.updated` goes (the live streams). */
+      presence: Pick<Presence, 'publish'>;
     },
   ) {}
+
+  /**
+   * Says on the live streams, for 30 seconds, that the signed-in user is viewing or typing in
+   * the conversation. An API key has no user to show: a 422.
+   */
+  async presence(scope: Scope, id: string, state: 'viewing' | 'typing'): Promise<void> {
+    if (!scope.actor)
+      throw new ValidationError('state', "presence is a signed-in user's; an API key has none");
+    if (!(await this.deps.conversations.find(scope.accountId, id)))
+      throw new NotFound('conversation', id);
+    await this.deps.presence.publish(scope.accountId, {
+      conversation_id: id,
+      user: { id: scope.actor.id, name: scope.actor.name },
+      state,
+      expires_at: new Date(this.deps.clock.now().getTime() + PRESENCE_TTL_MS).toISOString(),
+    });
+  }
 
   /**
    * Conversations as the API shows them: assignee names, contacts, newest messages and unread

@@ -6,8 +6,9 @@ import { AppError, ValidationError } from '../errors.js';
 import { OpenStreams } from '../realtime/sse.js';
 import type { EventFeed } from './event-feed.js';
 import { EventStream } from './event-stream.js';
-import { EVENT_TYPES } from './event-types.js';
+import { STREAM_EVENT_TYPES } from './event-types.js';
 import type { EventsRepository, StreamPosition } from './events.repository.js';
+import type { Presence } from './presence.js';
 import { EVENT_RETENTION_MS } from './retention.js';
 
 const KEEP_ALIVE_MS = 15_000;
@@ -53,6 +54,7 @@ export class EventStreamService {
       clock: Clock;
       log: { warn(obj: object, msg: string): void };
       limits?: EventStreamLimits;
+      presence?: Presence;
     },
   ) {
     this.limits = {
@@ -90,6 +92,7 @@ export class EventStreamService {
       log: this.deps.log,
       pollMs: this.limits.pollMs,
       lifetimeMs: this.limits.maxLifetimeMs,
+      presence: this.deps.presence,
       onClosed: () => {
         this.open.remove(stream);
         if (this.open.size === 0) this.stopTicker();
@@ -175,10 +178,10 @@ function parseTypes(raw: string | undefined): readonly string[] | null {
   if (raw === undefined) return null;
   const types = [...new Set(raw.split(',').map((t) => t.trim()))];
   for (const type of types) {
-    if (!(EVENT_TYPES as readonly string[]).includes(type)) {
+    if (!(STREAM_EVENT_TYPES as readonly string[]).includes(type)) {
       throw new ValidationError(
         'events',
-        `unknown event type "${type}"; known: ${EVENT_TYPES.join(', ')}`,
+        `unknown event type "${type}"; known: ${STREAM_EVENT_TYPES.join(', ')}`,
       );
     }
   }

@@ -3,6 +3,7 @@ import { SseWriter } from '../realtime/sse.js';
 import { eventBody } from '../webhooks/signing.js';
 import type { EventFeed } from './event-feed.js';
 import type { EventsRepository, StreamPosition } from './events.repository.js';
+import type { Presence, PresenceUpdate } from './presence.js';
 
 /** Events read (and at most buffered beyond the socket's own buffer) at once. */
 const BATCH = 100;
@@ -31,6 +32,8 @@ export interface EventStreamOptions {
   batchSize?: number;
   /** Called once when the stream has ended, whoever ended it. */
   onClosed: () => void;
+  /** Where `presence.updated` comes from (sent when `types` wants it), if anywhere. */
+  presence?: Presence;
 }
 
 /**
@@ -60,7 +63,15 @@ export class EventStream {
       lifetimeMs: opts.lifetimeMs,
       onEnd: () => this.cleanUp(),
     }).start();
-    this.unsubscribe = opts.feed.subscribe(opts.accountId, () => this.wake());
+    const unsubscribeFeed = opts.feed.subscribe(opts.accountId, () => this.wake());
+    const unsubscribePresence =
+      opts.presence && (opts.types === null || opts.types.includes('presence.updated'))
+        ? opts.presence.subscribe(opts.accountId, (update) => this.sendPresence(update))
+        : () => {};
+    this.unsubscribe = () => {
+      unsubscribeFeed();
+      unsubscribePresence();
+    };
     void this.pump();
   }
 
@@ -72,6 +83,16 @@ export class EventStream {
   /** Ends the stream (server shutdown); the client reconnects with Last-Event-ID elsewhere. */
   end(): void {
     this.sse.end();
+  }
+
+  /**
+   * A presence update, with no `id:` (it is not an event a client can resume after, and is
+   * never replayed). Dropped, not queued, while the client is behind: it is stale in 30 s.
+   */
+  private sendPresence(update: PresenceUpdate): void {
+    if (this.closed || this.output.writableNeedDrain) return;
+    const body = { event: 'presence.updated', timestamp: new Date().toISOString(), data: update };
+    this.sse.send({ event: 'presence.updated', data: JSON.stringify(body) });
   }
 
   private wake(): void {

@@ -37,3 +37,6 @@ export const EVENT_TYPES = [
   'contact.created',
   'broadcast.completed',
 ] as const satisfies readonly EventType[];
+
+/** What a live stream may carry: every event, and presence (streams only: never stored). */
+export const STREAM_EVENT_TYPES = [...EVENT_TYPES, 'presence.updated'] as const;

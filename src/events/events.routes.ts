@@ -3,7 +3,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { errorResponses } from '../http/schemas.js';
 import { SSE_CONTENT_TYPE } from '../realtime/sse.js';
-import { EVENT_TYPES } from './event-types.js';
+import { STREAM_EVENT_TYPES } from './event-types.js';
 import { TooManyStreams, type EventStreamService } from './event-stream.service.js';
 import { RETRY_HINT_MS } from './event-stream.js';
 
@@ -12,7 +12,7 @@ const StreamQuery = Type.Object(
     events: Type.Optional(
       Type.String({
         maxLength: 1000,
-        description: `Comma-separated event types to receive (all when absent): ${EVENT_TYPES.join(', ')}. An unknown type is a 422.`,
+        description: `Comma-separated event types to receive (all when absent): ${STREAM_EVENT_TYPES.join(', ')}. An unknown type is a 422. \`presence.updated\` comes only on streams: never stored, never replayed, with no \`id:\` line.`,
       }),
     ),
     last_event_id: Type.Optional(
