@@ -38,7 +38,8 @@ export async function axeViolations(page: Page): Promise<string[]> {
     await page.evaluate(await readFile(source, 'utf8'));
   });
   const results = await page.evaluate(async () => {
-    const axe = (window as unknown as { axe: { run(): Promise<{ violations: unknown[] }> } }).axe;
+    const axe = (globalThis as unknown as { axe: { run(): Promise<{ violations: unknown[] }> } })
+      .axe;
     return axe.run();
   });
   return (

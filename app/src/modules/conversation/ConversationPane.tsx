@@ -7,10 +7,11 @@ import { useQuery } from '../../lib/query.js';
 import { onLinkClick } from '../../lib/router.js';
 import { MenuButton, type MenuItem } from '../../ui/MenuButton.js';
 import { ContactPanel } from '../contacts/ContactPanel.js';
+import { setOpenConversation } from '../live/live.js';
 import { usePresence } from '../live/presence.js';
 import { currentSession } from '../session/session.js';
 import { Composer, type ComposerMode } from './Composer.js';
-import { act, sendPresence, useConversation } from './conversation-data.js';
+import { act, markRead, sendPresence, useConversation } from './conversation-data.js';
 import { MessageLog } from './MessageLog.js';
 
 /** Presence is said again this often while the conversation is open (it lasts 30 s). */
@@ -32,6 +33,10 @@ export function ConversationPane(props: {
   const [error, setError] = useState<string | null>(null);
   const presence = usePresence(id);
 
+  useEffect(() => {
+    setOpenConversation({ id, markRead: () => void markRead(id).catch(() => undefined) });
+    return () => setOpenConversation(null);
+  }, [id]);
   useEffect(() => {
     sendPresence(id, 'viewing');
     const timer = setInterval(() => sendPresence(id, 'viewing'), VIEWING_EVERY_MS);

@@ -65,7 +65,7 @@ export function InboxSidebar(props: {
             type="search"
             class="search"
             aria-label="Search conversations"
-            placeholder="Search conversations"
+            placeholder="Search"
             value={search}
             onInput={(e) => onSearch(e.currentTarget.value)}
             onKeyDown={(e) => {

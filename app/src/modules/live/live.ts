@@ -6,6 +6,12 @@ import { queryClient } from '../../lib/query.js';
 import { keys, type MessagePage } from '../../api/keys.js';
 import { presenceUpdated } from './presence.js';
 
+/** The conversation on screen: what arrives there is read as it arrives. */
+let openConversation: { id: string; markRead: () => void } | null = null;
+export function setOpenConversation(open: { id: string; markRead: () => void } | null): void {
+  openConversation = open;
+}
+
 /** Invalidations wait this long, so that a burst of events costs one refetch. */
 const SETTLE_MS = 60;
 let pending: Set<string> | null = null;
@@ -56,6 +62,9 @@ export function applyEvent(event: LiveEvent): void {
   } else if (type.startsWith('message.')) {
     const message = event.data as Message;
     upsertMessage(message);
+    if (type === 'message.received' && openConversation?.id === message.conversation_id) {
+      openConversation.markRead();
+    }
     if (type === 'message.received' || type === 'message.created') {
       invalidateSoon('lists');
       invalidateSoon('counts');
