@@ -27,6 +27,8 @@ export interface ConversationFilter {
   assignedTo?: string;
   /** Only those assigned to nobody. */
   unassigned?: boolean;
+  /** Only those assigned to this user (not to their teams). */
+  mine?: string;
   contactId?: string;
 }
 
@@ -172,6 +174,8 @@ export class ConversationsRepository {
     if (filter.channel) q = q.where('channel', '=', filter.channel);
     if (filter.assignedTo) q = q.where('assignee_id', '=', filter.assignedTo);
     if (filter.unassigned) q = q.where('assignee_id', 'is', null);
+    if (filter.mine)
+      q = q.where('assignee_type', '=', 'user').where('assignee_id', '=', filter.mine);
     if (filter.contactId) q = q.where('contact_id', '=', filter.contactId);
     return paged(q, page, (q) => q.selectAll().orderBy('updated_at', 'desc').orderBy('id', 'desc'));
   }
@@ -244,7 +248,8 @@ export class ConversationsRepository {
   async openCounts(
     accountId: string,
     channel: Channel | undefined,
-  ): Promise<{ unassigned: number; all: number }> {
+    userId: string | null,
+  ): Promise<{ mine: number | null; unassigned: number; all: number }> {
     let q = this.db
       .selectFrom('conversations')
       .where('account_id', '=', accountId)
@@ -254,13 +259,43 @@ export class ConversationsRepository {
       .select((eb) => [
         eb.fn.countAll<string>().as('all'),
         eb.fn.countAll<string>().filterWhere('assignee_id', 'is', null).as('unassigned'),
+        eb.fn
+          .countAll<string>()
+          .filterWhere((w) =>
+            w.and([w('assignee_type', '=', 'user'), w('assignee_id', '=', userId ?? '')]),
+          )
+          .as('mine'),
       ])
       .executeTakeFirstOrThrow();
-    return { unassigned: Number(row.unassigned), all: Number(row.all) };
+    return {
+      mine: userId === null ? null : Number(row.mine),
+      unassigned: Number(row.unassigned),
+      all: Number(row.all),
+    };
+  }
+
+  /** Unassigns every conversation of this assignee; answers them as they now are. */
+  async unassignAll(
+    trx: Tx,
+    accountId: string,
+    assignee: { type: 'user' | 'team'; id: string },
+    now: Date,
+  ): Promise<ConversationRow[]> {
+    return trx
+      .updateTable('conversations')
+      .set({ assignee_type: null, assignee_id: null, updated_at: now })
+      .where('account_id', '=', accountId)
+      .where('assignee_type', '=', assignee.type)
+      .where('assignee_id', '=', assignee.id)
+      .returningAll()
+      .execute();
   }
 
   async insertNote(trx: Tx | Db, row: NoteRow): Promise<void> {
-    await trx.insertInto('notes').values(row).execute();
+    await trx
+      .insertInto('notes')
+      .values({ ...row, author: row.author === null ? null : JSON.stringify(row.author) })
+      .execute();
   }
 
   async listNotes(
