@@ -5,6 +5,7 @@ import { newAccount, startTestApp, type TestAccount, type TestApp } from '../hel
 import { createContact, expectStatus, receive } from '../inbox-helpers.js';
 import { chromiumAvailable, launchChromium } from '../webchat/browser.js';
 import { axeViolations, ensureAppBuilt } from './app-helpers.js';
+import { tokenOf } from '../users/session-helpers.js';
 
 const RUN = chromiumAvailable();
 const DOCS = new URL('../../docs/', import.meta.url).pathname;
@@ -78,6 +79,36 @@ describe.skipIf(!RUN)('the agent inbox in Chromium', () => {
     await page.getByRole('button', { name: 'Sign in' }).click();
     await expect.poll(() => page.getByRole('alert').textContent()).not.toBe('');
     expect(await axeViolations(page)).toEqual([]);
+    await context.close();
+  });
+
+  it('accepts an invite, signs out, and signs in again with the sessions API', async () => {
+    const acc = await newAccount(t);
+    const email = `ada-${Date.now()}@example.com`;
+    const created = await acc.call({
+      method: 'POST',
+      url: '/v1/users',
+      payload: { name: 'Ada Lovelace', email, role: 'agent' },
+    });
+    expectStatus(created, 201);
+    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    const page = await context.newPage();
+    await page.goto(`${base}/app/invite#token=${tokenOf(created.json().invite_url)}`);
+    expect(await axeViolations(page)).toEqual([]);
+    await page.getByRole('textbox', { name: 'Password' }).fill('a long enough password');
+    await page.getByRole('button', { name: 'Accept invite' }).click();
+    await page.getByRole('navigation', { name: 'Main' }).waitFor();
+    expect(new URL(page.url()).pathname).toBe('/app/inbox');
+    expect(new URL(page.url()).hash).toBe('');
+
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('button', { name: 'Sign in' }).waitFor();
+    await page.reload();
+    await page.getByRole('textbox', { name: 'Email' }).fill(email);
+    await page.getByRole('textbox', { name: 'Password' }).fill('a long enough password');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('navigation', { name: 'Main' }).waitFor();
+    await expect.poll(() => page.getByRole('tab', { name: /^Mine 0$/ }).count()).toBe(1);
     await context.close();
   });
 
