@@ -56,10 +56,11 @@ module.exports = {
     },
     {
       name: 'src-is-not-the-browser',
-      comment: 'The browser code (widget/) and the service (src/) share no module.',
+      comment:
+        'The browser code (widget/, app/) and the service (src/) share no module: the app knows the service by its OpenAPI document only.',
       severity: 'error',
-      from: { path: '^(src|widget)/' },
-      to: { path: '^(widget|src)/', pathNot: '^$1/' },
+      from: { path: '^(src|widget|app)/' },
+      to: { path: '^(widget|src|app)/', pathNot: '^$1/' },
     },
   ],
   options: {
@@ -67,6 +68,6 @@ module.exports = {
     exclude: { path: '^(dist|node_modules)/' },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
-    enhancedResolveOptions: { extensions: ['.ts', '.js'] },
+    enhancedResolveOptions: { extensions: ['.ts', '.tsx', '.js'] },
   },
 };

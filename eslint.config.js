@@ -10,6 +10,7 @@ export default tseslint.config(
       'coverage/**',
       'eslint.config.js',
       '.dependency-cruiser.cjs',
+      'app/src/api/openapi.d.ts',
     ],
   },
   ...tseslint.configs.recommendedTypeChecked,
@@ -29,6 +30,32 @@ export default tseslint.config(
     files: ['src/**/*.ts'],
     ignores: ['src/db/migrations/**'],
     rules: { 'max-lines': ['error', { max: 500 }] },
+  },
+  {
+    // What users and contacts wrote is shown as text: no HTML from strings in the app.
+    files: ['app/**/*.ts', 'app/**/*.tsx'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: "JSXAttribute[name.name='dangerouslySetInnerHTML']",
+          message: 'Render text, never HTML.',
+        },
+        {
+          selector: 'MemberExpression[property.name=/^(innerHTML|outerHTML)$/]',
+          message: 'Render text, never HTML.',
+        },
+        {
+          selector: "CallExpression[callee.property.name='insertAdjacentHTML']",
+          message: 'Render text, never HTML.',
+        },
+        {
+          selector:
+            "CallExpression[callee.object.name='document'][callee.property.name=/^(write|writeln)$/]",
+          message: 'Render text, never HTML.',
+        },
+      ],
+    },
   },
   {
     files: ['test/**', 'bench/**'],

@@ -5,6 +5,7 @@ import { sql } from 'kysely';
 import { randomUUID } from 'node:crypto';
 import { apiKeysRoutes } from './accounts/api-keys.routes.js';
 import { adminRoutes } from './admin/admin.routes.js';
+import { appRoute } from './app-shell/app.route.js';
 import { broadcastsRoutes } from './broadcasts/broadcasts.routes.js';
 import { cannedResponsesRoutes } from './canned-responses/canned-responses.routes.js';
 import type { Config } from './config.js';
@@ -183,6 +184,8 @@ export async function buildApp(
 
   // Providers' webhooks: outside /v1, no API key; the signature is the credential.
   await app.register(async (hooks) => inboundWebhookRoutes(hooks, services.inbound));
+
+  appRoute(app);
 
   // Webchat: the widget script, and its visitors' endpoints (their own CORS and tokens).
   widgetRoute(app);

@@ -1,0 +1,24 @@
+// The query cache's keys, one per resource: the live stream and the screens agree on them.
+import type { Message, Status, View } from './types.js';
+
+export interface MessagePage {
+  data: Message[];
+  has_more: boolean;
+}
+
+export const keys = {
+  lists: () => ['conversations', 'list'] as const,
+  list: (view: View, status: Status, q: string) =>
+    ['conversations', 'list', view, status, q] as const,
+  contactConversations: (contactId: string) =>
+    ['conversations', 'list', 'contact', contactId] as const,
+  counts: () => ['conversations', 'counts'] as const,
+  conversation: (id: string) => ['conversation', id] as const,
+  messages: (id: string) => ['messages', id] as const,
+  notes: (id: string) => ['notes', id] as const,
+  contact: (id: string) => ['contact', id] as const,
+  users: () => ['users'] as const,
+  teams: () => ['teams'] as const,
+  templates: () => ['templates'] as const,
+  canned: (q: string) => ['canned-responses', q] as const,
+};

@@ -1,0 +1,43 @@
+// Who else is on a conversation: presence.updated events, kept until they expire. Not server
+// data to cache: it is never stored, only seen go by.
+import { useEffect, useState } from 'preact/hooks';
+import type { Presence } from '../../api/types.js';
+
+const byConversation = new Map<string, Map<string, Presence>>();
+const listeners = new Set<() => void>();
+let selfId: string | null = null;
+
+export function setPresenceSelf(userId: string | null): void {
+  selfId = userId;
+}
+
+export function presenceUpdated(presence: Presence): void {
+  if (presence.user.id === selfId) return;
+  let users = byConversation.get(presence.conversation_id);
+  if (!users) byConversation.set(presence.conversation_id, (users = new Map<string, Presence>()));
+  users.set(presence.user.id, presence);
+  for (const l of listeners) l();
+}
+
+function current(conversationId: string): Presence[] {
+  const now = Date.now();
+  return [...(byConversation.get(conversationId)?.values() ?? [])].filter(
+    (p) => new Date(p.expires_at).getTime() > now,
+  );
+}
+
+/** Others on this conversation now, refreshed as events come and as they expire. */
+export function usePresence(conversationId: string): Presence[] {
+  const [list, setList] = useState(() => current(conversationId));
+  useEffect(() => {
+    const update = () => setList(current(conversationId));
+    update();
+    listeners.add(update);
+    const timer = setInterval(update, 5_000);
+    return () => {
+      listeners.delete(update);
+      clearInterval(timer);
+    };
+  }, [conversationId]);
+  return list;
+}
