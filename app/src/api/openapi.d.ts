@@ -4,6 +4,94 @@
  */
 
 export interface paths {
+    "/v1/session": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The signed-in user, their account, and the CSRF token */
+        get: operations["getSession"];
+        put?: never;
+        /** Sign in to the inbox (sets the sb_session cookie) */
+        post: operations["signIn"];
+        /** Sign out: the session ends at once and its cookie is cleared */
+        delete: operations["signOut"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/invites/accept": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Set a password from an invite link, and sign in */
+        post: operations["acceptInvite"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/session/password": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Change the signed-in user's password (their other sessions end) */
+        post: operations["changePassword"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/api-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the account's live API keys (without the keys) */
+        get: operations["listKeys"];
+        put?: never;
+        /** Issue an API key (shown only in this response) */
+        post: operations["createKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/api-keys/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Revoke an API key at once */
+        delete: operations["revokeKey"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/contacts": {
         parameters: {
             query?: never;
@@ -105,7 +193,7 @@ export interface paths {
         /** List team members */
         get: operations["listUsers"];
         put?: never;
-        /** Add a team member */
+        /** Add a team member, with the invite link that sets their password */
         post: operations["createUser"];
         delete?: never;
         options?: never;
@@ -124,6 +212,25 @@ export interface paths {
         get: operations["getUser"];
         put?: never;
         post?: never;
+        /** Remove a team member: their sessions end, their conversations are unassigned (the last admin: 409) */
+        delete: operations["deleteUser"];
+        options?: never;
+        head?: never;
+        /** Rename a team member or change their role (the last admin stays one: 409) */
+        patch: operations["updateUser"];
+        trace?: never;
+    };
+    "/v1/users/{id}/invite": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Issue a new invite link (the earlier one stops working) */
+        post: operations["inviteUser"];
         delete?: never;
         options?: never;
         head?: never;
@@ -159,10 +266,12 @@ export interface paths {
         get: operations["getTeam"];
         put?: never;
         post?: never;
-        delete?: never;
+        /** Delete a team (its conversations are unassigned) */
+        delete: operations["deleteTeam"];
         options?: never;
         head?: never;
-        patch?: never;
+        /** Rename a team or set its members */
+        patch: operations["updateTeam"];
         trace?: never;
     };
     "/v1/templates": {
@@ -374,6 +483,23 @@ export interface paths {
         put?: never;
         /** Mark read for the team (unread_count 0; conversation.read when anything was unread) */
         post: operations["readConversation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/conversations/{id}/presence": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Tell the other agents, on the live stream, that you are viewing or typing (a session only; 30 s) */
+        post: operations["reportPresence"];
         delete?: never;
         options?: never;
         head?: never;
@@ -843,6 +969,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/accounts/{id}/invites": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** An invite link for a user of the account (a new user, or a new link for the one with that email) */
+        post: operations["inviteToAccount"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/api-keys/{id}": {
         parameters: {
             query?: never;
@@ -874,7 +1017,29 @@ export interface components {
                     issue: string;
                 }[];
                 request_id?: string;
+                /** @description On a sign-in `409`: the accounts the email and password open. */
+                accounts?: {
+                    id: string;
+                    name: string;
+                }[];
             };
+        };
+        User: {
+            id: string;
+            name: string;
+            email: string;
+            /** @description `agent`: works conversations, contacts, messages, notes and canned responses, and reads the rest; `admin`: everything. */
+            role: "admin" | "agent";
+            /** @description `invited` until the user sets a password by accepting an invite. */
+            status: "invited" | "active";
+            /** Format: date-time */
+            created_at: string;
+        };
+        ApiKeySummary: {
+            id: string;
+            name: string | null;
+            /** Format: date-time */
+            created_at: string;
         };
         Contact: {
             /** @description Prefixed `con_`. */
@@ -901,13 +1066,6 @@ export interface components {
         };
         Tag: {
             name: string;
-            /** Format: date-time */
-            created_at: string;
-        };
-        User: {
-            id: string;
-            name: string;
-            email: string;
             /** Format: date-time */
             created_at: string;
         };
@@ -993,6 +1151,13 @@ export interface components {
             /** @description Delivery status of an outbound message (`queued` until the provider has answered); inbound messages are `delivered`. */
             status: "queued" | "sent" | "delivered" | "read" | "failed";
             failure_reason: string | null;
+            /** @description The signed-in user who wrote it; `null` through an API key, and for inbound. */
+            author: {
+                /** @enum {string} */
+                type: "user";
+                id: string;
+                name: string;
+            } | null;
             /** Format: date-time */
             created_at: string;
         };
@@ -1001,6 +1166,13 @@ export interface components {
             id: string;
             conversation_id: string;
             content: string;
+            /** @description The signed-in user who wrote it; `null` through an API key, and for inbound. */
+            author: {
+                /** @enum {string} */
+                type: "user";
+                id: string;
+                name: string;
+            } | null;
             /** Format: date-time */
             created_at: string;
         };
@@ -1128,6 +1300,503 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    getSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        user: components["schemas"]["User"];
+                        account: {
+                            id: string;
+                            name: string;
+                            plan: "starter" | "growth" | "enterprise";
+                        };
+                        /** @description Sent as `X-CSRF-Token` on every POST, PUT, PATCH and DELETE made with the cookie. */
+                        csrf_token: string;
+                    };
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    signIn: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    email: string;
+                    password: string;
+                    /** @description Needed when the email signs in to several accounts. */
+                    account_id?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        user: components["schemas"]["User"];
+                        account: {
+                            id: string;
+                            name: string;
+                            plan: "starter" | "growth" | "enterprise";
+                        };
+                        /** @description Sent as `X-CSRF-Token` on every POST, PUT, PATCH and DELETE made with the cookie. */
+                        csrf_token: string;
+                    };
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    signOut: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                    };
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    acceptInvite: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    token: string;
+                    /** @description At least 10 characters. */
+                    password: string;
+                    /** @description Required for an account's first admin. */
+                    name?: string;
+                    /**
+                     * Format: email
+                     * @description Required for an account's first admin (the setup link).
+                     */
+                    email?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        user: components["schemas"]["User"];
+                        account: {
+                            id: string;
+                            name: string;
+                            plan: "starter" | "growth" | "enterprise";
+                        };
+                        /** @description Sent as `X-CSRF-Token` on every POST, PUT, PATCH and DELETE made with the cookie. */
+                        csrf_token: string;
+                    };
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    changePassword: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    current_password: string;
+                    /** @description At least 10 characters. */
+                    new_password: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                    };
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ApiKeySummary"][];
+                    };
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        /** @description Shown only in this response; only its hash is kept. */
+                        api_key: string;
+                        name: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                    };
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    revokeKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                    };
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     listContacts: {
         parameters: {
             query?: {
@@ -1899,11 +2568,13 @@ export interface operations {
                      * @description Unique in the account.
                      */
                     email: string;
+                    /** @description `agent`: works conversations, contacts, messages, notes and canned responses, and reads the rest; `admin`: everything. */
+                    role?: "admin" | "agent";
                 };
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description The user, with the invite link that sets their password. */
             201: {
                 headers: {
                     [name: string]: unknown;
@@ -1913,8 +2584,16 @@ export interface operations {
                         id: string;
                         name: string;
                         email: string;
+                        /** @description `agent`: works conversations, contacts, messages, notes and canned responses, and reads the rest; `admin`: everything. */
+                        role: "admin" | "agent";
+                        /** @description `invited` until the user sets a password by accepting an invite. */
+                        status: "invited" | "active";
                         /** Format: date-time */
                         created_at: string;
+                        /** @description One use; the token after `#token=` is spent by `POST /v1/invites/accept`. */
+                        invite_url: string;
+                        /** Format: date-time */
+                        expires_at: string;
                     };
                 };
             };
@@ -1986,8 +2665,239 @@ export interface operations {
                         id: string;
                         name: string;
                         email: string;
+                        /** @description `agent`: works conversations, contacts, messages, notes and canned responses, and reads the rest; `admin`: everything. */
+                        role: "admin" | "agent";
+                        /** @description `invited` until the user sets a password by accepting an invite. */
+                        status: "invited" | "active";
                         /** Format: date-time */
                         created_at: string;
+                    };
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                    };
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    updateUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name?: string;
+                    /** @description `agent`: works conversations, contacts, messages, notes and canned responses, and reads the rest; `admin`: everything. */
+                    role?: "admin" | "agent";
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        name: string;
+                        email: string;
+                        /** @description `agent`: works conversations, contacts, messages, notes and canned responses, and reads the rest; `admin`: everything. */
+                        role: "admin" | "agent";
+                        /** @description `invited` until the user sets a password by accepting an invite. */
+                        status: "invited" | "active";
+                        /** Format: date-time */
+                        created_at: string;
+                    };
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    inviteUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One use; the token after `#token=` is spent by `POST /v1/invites/accept`. */
+                        invite_url: string;
+                        /** Format: date-time */
+                        expires_at: string;
                     };
                 };
             };
@@ -2219,6 +3129,148 @@ export interface operations {
             };
             /** @description The error envelope every failure answers with. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteTeam: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                    };
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    updateTeam: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name?: string;
+                    /** @description Members; each must exist. */
+                    user_ids?: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        name: string;
+                        user_ids: string[];
+                        /** Format: date-time */
+                        created_at: string;
+                    };
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3508,6 +4560,78 @@ export interface operations {
             };
         };
     };
+    reportPresence: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Shown to the other agents for 30 seconds; repeat it to keep it shown. */
+                    state: "viewing" | "typing";
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The error envelope every failure answers with. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     listNotes: {
         parameters: {
             query?: {
@@ -3612,6 +4736,13 @@ export interface operations {
                         id: string;
                         conversation_id: string;
                         content: string;
+                        /** @description The signed-in user who wrote it; `null` through an API key, and for inbound. */
+                        author: {
+                            /** @enum {string} */
+                            type: "user";
+                            id: string;
+                            name: string;
+                        } | null;
                         /** Format: date-time */
                         created_at: string;
                     };
@@ -4083,6 +5214,13 @@ export interface operations {
                         /** @description Delivery status of an outbound message (`queued` until the provider has answered); inbound messages are `delivered`. */
                         status: "queued" | "sent" | "delivered" | "read" | "failed";
                         failure_reason: string | null;
+                        /** @description The signed-in user who wrote it; `null` through an API key, and for inbound. */
+                        author: {
+                            /** @enum {string} */
+                            type: "user";
+                            id: string;
+                            name: string;
+                        } | null;
                         /** Format: date-time */
                         created_at: string;
                     };
@@ -4187,6 +5325,13 @@ export interface operations {
                         /** @description Delivery status of an outbound message (`queued` until the provider has answered); inbound messages are `delivered`. */
                         status: "queued" | "sent" | "delivered" | "read" | "failed";
                         failure_reason: string | null;
+                        /** @description The signed-in user who wrote it; `null` through an API key, and for inbound. */
+                        author: {
+                            /** @enum {string} */
+                            type: "user";
+                            id: string;
+                            name: string;
+                        } | null;
                         /** Format: date-time */
                         created_at: string;
                     };
@@ -4274,6 +5419,13 @@ export interface operations {
                         /** @description Delivery status of an outbound message (`queued` until the provider has answered); inbound messages are `delivered`. */
                         status: "queued" | "sent" | "delivered" | "read" | "failed";
                         failure_reason: string | null;
+                        /** @description The signed-in user who wrote it; `null` through an API key, and for inbound. */
+                        author: {
+                            /** @enum {string} */
+                            type: "user";
+                            id: string;
+                            name: string;
+                        } | null;
                         /** Format: date-time */
                         created_at: string;
                     };
@@ -5737,7 +6889,7 @@ export interface operations {
     streamEvents: {
         parameters: {
             query?: {
-                /** @description Comma-separated event types to receive (all when absent): message.received, message.delivered, message.read, message.failed, conversation.assigned, conversation.resolved, conversation.reopened, conversation.unassigned, conversation.read, contact.created, broadcast.completed. An unknown type is a 422. */
+                /** @description Comma-separated event types to receive (all when absent): message.received, message.delivered, message.read, message.failed, conversation.assigned, conversation.resolved, conversation.reopened, conversation.unassigned, conversation.read, contact.created, broadcast.completed, presence.updated. An unknown type is a 422. `presence.updated` comes only on streams: never stored, never replayed, with no `id:` line. */
                 events?: string;
                 /** @description Resume after this event, for clients that cannot set the `Last-Event-ID` header (the header wins when both are given). */
                 last_event_id?: string;
@@ -6571,10 +7723,76 @@ export interface operations {
                 content: {
                     "application/json": {
                         id: string;
+                        /** @description Shown only in this response; only its hash is kept. */
                         api_key: string;
                         name: string | null;
                         /** Format: date-time */
                         created_at: string;
+                    };
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    inviteToAccount: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** Format: email */
+                    email: string;
+                    /** @description `agent`: works conversations, contacts, messages, notes and canned responses, and reads the rest; `admin`: everything. */
+                    role: "admin" | "agent";
+                    name?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        user_id: string;
+                        /** @description One use; the token after `#token=` is spent by `POST /v1/invites/accept`. */
+                        invite_url: string;
+                        /** Format: date-time */
+                        expires_at: string;
                     };
                 };
             };
