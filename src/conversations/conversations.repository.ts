@@ -179,7 +179,9 @@ export class ConversationsRepository {
   /**
    * What a conversation shows of its messages, for these conversations of the account in one
    * statement: its newest message, and how many inbound messages came after it was last read.
-   * Both are read through the conversation's own index entries, however long its history.
+   * Both are read through the conversation's own index entries, however long its history: the
+   * unread ones as a range of messages_conversation from last_read_at (an `IS NULL OR` there
+   * would make it a filter over the whole history).
    */
   async summaries(
     accountId: string,
@@ -196,7 +198,7 @@ export class ConversationsRepository {
              (SELECT count(*)::int FROM messages m
               WHERE m.account_id = c.account_id AND m.conversation_id = c.id
                 AND m.direction = 'inbound'
-                AND (c.last_read_at IS NULL OR m.created_at > c.last_read_at)) AS unread_count
+                AND m.created_at > coalesce(c.last_read_at, '-infinity')) AS unread_count
       FROM (SELECT DISTINCT id FROM unnest(${ids}::text[]) AS w(id)) w
       JOIN conversations c ON c.account_id = ${accountId} AND c.id = w.id
       LEFT JOIN LATERAL (
@@ -228,12 +230,8 @@ export class ConversationsRepository {
             .whereRef('m.account_id', '=', 'c.account_id')
             .whereRef('m.conversation_id', '=', 'c.id')
             .where('m.direction', '=', 'inbound')
-            .where((w) =>
-              w.or([
-                w('c.last_read_at', 'is', null),
-                w('m.created_at', '>', w.ref('c.last_read_at')),
-              ]),
-            ),
+            // A range of the conversation's index entries, not a filter over its history.
+            .where('m.created_at', '>', sql<Date>`coalesce(c.last_read_at, '-infinity')`),
         ),
       )
       .returningAll()
