@@ -238,21 +238,27 @@ export class ConversationsRepository {
       .executeTakeFirst();
   }
 
-  /** The account's open conversations (on one channel when given), and how many are unassigned. */
+  /**
+   * The account's open conversations (on one channel when given), and how many are unassigned:
+   * two counts, each an index-only range (conversations_recent, conversations_unassigned),
+   * rather than one that reads every open row for its assignee.
+   */
   async openCounts(
     accountId: string,
     channel: Channel | undefined,
   ): Promise<{ unassigned: number; all: number }> {
-    let q = this.db
-      .selectFrom('conversations')
-      .where('account_id', '=', accountId)
-      .where('status', '=', 'open');
-    if (channel) q = q.where('channel', '=', channel);
-    const row = await q
-      .select((eb) => [
-        eb.fn.countAll<string>().as('all'),
-        eb.fn.countAll<string>().filterWhere('assignee_id', 'is', null).as('unassigned'),
-      ])
+    const open = (unassigned: boolean) => {
+      let q = this.db
+        .selectFrom('conversations')
+        .where('account_id', '=', accountId)
+        .where('status', '=', 'open');
+      if (channel) q = q.where('channel', '=', channel);
+      if (unassigned) q = q.where('assignee_id', 'is', null);
+      return q.select((eb) => eb.fn.countAll<string>().as('n'));
+    };
+    const row = await this.db
+      .selectNoFrom([open(false).as('all'), open(true).as('unassigned')])
+      .$castTo<{ all: string; unassigned: string }>()
       .executeTakeFirstOrThrow();
     return { unassigned: Number(row.unassigned), all: Number(row.all) };
   }

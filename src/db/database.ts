@@ -33,6 +33,7 @@ import * as m019 from './migrations/019_scheduled_at_range.js';
 import * as m020 from './migrations/020_retention_indexes.js';
 import * as m021 from './migrations/021_canned_responses.js';
 import * as m022 from './migrations/022_conversation_read.js';
+import * as m023 from './migrations/023_unassigned_conversations.js';
 
 export type Db = Kysely<Tables>;
 export type Tx = Transaction<Tables>;
@@ -166,6 +167,7 @@ export const migrations: Record<string, Migration> = {
   '020_retention_indexes': m020,
   '021_canned_responses': m021,
   '022_conversation_read': m022,
+  '023_unassigned_conversations': m023,
 };
 
 /** Applies pending migrations; Kysely's migrator takes a lock, so concurrent starts are safe. */

@@ -124,6 +124,59 @@ describe('inbox statement plans', () => {
   });
 });
 
+describe('inbox view plans', () => {
+  beforeAll(async () => {
+    // An account of 20,000 conversations: 2,000 open, 400 of them unassigned.
+    await sql`
+      INSERT INTO conversations (account_id, id, contact_id, channel, status, assignee_type, assignee_id,
+                                 created_at, updated_at)
+      SELECT 'acc_views', 'conv_v' || lpad(i::text, 6, '0'), 'con_v' || i, 'whatsapp',
+             CASE WHEN i % 10 = 0 THEN 'open' ELSE 'resolved' END,
+             CASE WHEN i % 25 = 0 THEN NULL ELSE 'user' END,
+             CASE WHEN i % 25 = 0 THEN NULL ELSE 'usr_' || (i % 7) END,
+             now() - make_interval(secs => i), now() - make_interval(secs => i)
+      FROM generate_series(1, 20000) AS i`.execute(db);
+    await sql`VACUUM ANALYZE conversations`.execute(db);
+  });
+
+  it('lists and counts the unassigned open view as a range of conversations_unassigned', async () => {
+    const repo = new ConversationsRepository(db);
+    statements.length = 0;
+    const { rows, total } = await repo.list(
+      'acc_views',
+      { status: 'open', unassigned: true },
+      { page: 3, limit: 20 },
+    );
+    expect(total).toBe(400);
+    expect(rows).toHaveLength(20);
+    const page = statements.find((q) => q.sql.includes('limit'));
+    const count = statements.find((q) => q.sql.includes('count(*)'));
+    for (const mode of ['generic', 'custom'] as const) {
+      const pagePlan = await analyze(page!, mode);
+      expect(pagePlan).toContain('Index Scan using conversations_unassigned');
+      expect(pagePlan).not.toContain('Rows Removed by Filter');
+      const countPlan = await analyze(count!, mode);
+      expect(countPlan).toContain('Index Only Scan using conversations_unassigned');
+      expect(countPlan).toContain('Heap Fetches: 0');
+    }
+  });
+
+  it('counts the open and the unassigned without reading the rows', async () => {
+    const repo = new ConversationsRepository(db);
+    statements.length = 0;
+    expect(await repo.openCounts('acc_views', undefined)).toEqual({ all: 2000, unassigned: 400 });
+    const counts = statements.at(-1)!;
+    for (const mode of ['generic', 'custom'] as const) {
+      const plan = await analyze(counts, mode);
+      expect(plan).toContain('Index Only Scan using conversations_recent');
+      expect(plan).toContain('Index Only Scan using conversations_unassigned');
+      expect(plan).not.toMatch(/(Bitmap Heap|Seq) Scan on conversations/);
+    }
+    // On one channel: the channel is a filter of the same ranges.
+    expect(await repo.openCounts('acc_views', 'webchat')).toEqual({ all: 0, unassigned: 0 });
+  });
+});
+
 /** Runs `work` in a transaction that is then rolled back, so the data stays as it was. */
 async function rolledBack(work: (trx: Transaction<Tables>) => Promise<void>): Promise<void> {
   const rollback = new Error('rollback');
