@@ -3,7 +3,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import { randomUUID } from 'node:crypto';
-import { installApiAuth } from './accounts/api-auth.js';
+import { apiKeysRoutes } from './accounts/api-keys.routes.js';
 import { adminRoutes } from './admin/admin.routes.js';
 import { broadcastsRoutes } from './broadcasts/broadcasts.routes.js';
 import { cannedResponsesRoutes } from './canned-responses/canned-responses.routes.js';
@@ -18,6 +18,7 @@ import {
   databaseUnavailable,
   installErrorHandlers,
 } from './http/error-handler.js';
+import { installAuth } from './http/auth.js';
 import { installIdempotency } from './http/idempotency.js';
 import { installInputGuard } from './http/input-guard.js';
 import { ErrorBody, NoQuery } from './http/schemas.js';
@@ -29,6 +30,7 @@ import { installRequestMetrics, metricsRoutes } from './metrics/metrics.routes.j
 import { sandboxRoutes } from './sandbox/sandbox.routes.js';
 import { buildServices, type AppDeps, type Services } from './services.js';
 import { templatesRoutes } from './templates/templates.routes.js';
+import { sessionRoutes } from './users/session.routes.js';
 import { usersRoutes } from './users/users.routes.js';
 import { webchatRoutes } from './webchat/webchat.routes.js';
 import { widgetRoute } from './webchat/widget.route.js';
@@ -141,6 +143,7 @@ export async function buildApp(
     jobKinds: services.jobHandlers.map((h) => h.kind),
   });
 
+  app.decorate('routeAccess', []);
   await app.register(
     async (v1) => {
       // A typo in a query parameter must not pass silently, on routes that take none too.
@@ -148,8 +151,19 @@ export async function buildApp(
         route.schema ??= {};
         route.schema.querystring ??= NoQuery;
       });
-      installApiAuth(v1, { accounts: services.accounts, rateLimiter: deps.rateLimiter });
+      installAuth(v1, {
+        authenticators: {
+          apiKey: (key) => services.accounts.keyPrincipal(key),
+          session: (token) => services.sessions.principal(token),
+        },
+        rateLimiter: deps.rateLimiter,
+        routeAccess: app.routeAccess,
+      });
       installIdempotency(v1, { db: deps.db, clock: deps.clock });
+      sessionRoutes(v1, services.sessions, {
+        secureCookie: deps.config.publicUrl.startsWith('https:'),
+      });
+      apiKeysRoutes(v1, services.accounts);
       contactsRoutes(v1, services.contacts);
       usersRoutes(v1, services.users);
       templatesRoutes(v1, services.templates);
@@ -185,7 +199,8 @@ export async function buildApp(
   const adminToken = deps.config.adminToken;
   if (adminToken) {
     await app.register(
-      async (admin) => adminRoutes(admin, { accounts: services.accounts, adminToken }),
+      async (admin) =>
+        adminRoutes(admin, { accounts: services.accounts, users: services.users, adminToken }),
       {
         prefix: '/admin',
       },

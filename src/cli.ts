@@ -5,16 +5,27 @@ import { ReadCache } from './db/read-cache.js';
 import { AccountsService, type Account } from './accounts/accounts.service.js';
 import { systemClock } from './clock.js';
 import { ConfigError, loadConfig } from './config.js';
-import type { Plan } from './db/schema.js';
+import type { Plan, UserRole } from './db/schema.js';
+import { Transactor } from './db/transactor.js';
 import { AppError } from './errors.js';
 import { DeadJobs, type DeadJob } from './jobs/dead-jobs.js';
 import { serve } from './main.js';
 import { openStore } from './server.js';
+import { InvitesRepository } from './users/invites.repository.js';
+import { SessionsRepository } from './users/sessions.repository.js';
+import { UsersRepository } from './users/users.repository.js';
+import { UsersService } from './users/users.service.js';
 
 function plan(value: string): Plan {
   if (value !== 'starter' && value !== 'growth' && value !== 'enterprise') {
     throw new InvalidArgumentError('must be starter, growth or enterprise');
   }
+  return value;
+}
+
+function role(value: string): UserRole {
+  if (value !== 'admin' && value !== 'agent')
+    throw new InvalidArgumentError('must be admin or agent');
   return value;
 }
 
@@ -55,6 +66,28 @@ async function withAccounts<T>(work: (accounts: AccountsService) => Promise<T>):
   } finally {
     await store.close();
   }
+}
+
+/** Runs `work` with the users of the configured store (invites; nothing that needs a request). */
+async function withUsers<T>(
+  work: (users: UsersService, accounts: AccountsService) => Promise<T>,
+): Promise<T> {
+  const config = loadConfig();
+  return withAccounts(async (accounts) => {
+    const db = accounts.db;
+    const users = new UsersService({
+      tx: new Transactor(db),
+      users: new UsersRepository(db),
+      invites: new InvitesRepository(),
+      sessions: new SessionsRepository(db),
+      assignees: {
+        release: () => Promise.reject(new Error('the command line removes no one')),
+      },
+      clock: systemClock,
+      publicUrl: config.publicUrl,
+    });
+    return work(users, accounts);
+  });
 }
 
 /** Runs `work` on the dead jobs of the configured store. */
@@ -177,6 +210,34 @@ keys
   .argument('<id>', 'key id (key_…)')
   .action((id: string) =>
     withAccounts(async (svc) => svc.revokeApiKey(id).then(() => print(false, {}, `revoked ${id}`))),
+  );
+
+const users = program.command('users').description('people who sign in to the inbox');
+users
+  .command('invite')
+  .description(
+    'print an invite link (7 days, one use) for a user of the account: a new user, or a new link for the one with that email',
+  )
+  .requiredOption('--account <id>', 'account id (acc_…)')
+  .requiredOption('--email <email>', "the user's email")
+  .option('--role <role>', 'admin or agent', role, 'agent')
+  .option('--name <name>', "the user's name (else they give it when accepting)")
+  .option('--json', 'print JSON')
+  .action(
+    (opts: { account: string; email: string; role: UserRole; name?: string; json?: boolean }) =>
+      withUsers(async (svc, accounts) => {
+        await accounts.getAccount(opts.account);
+        const invite = await svc.inviteByEmail(opts.account, {
+          email: opts.email,
+          role: opts.role,
+          ...(opts.name !== undefined && { name: opts.name }),
+        });
+        print(
+          !!opts.json,
+          invite,
+          `invite for ${opts.email} (${invite.user_id}, ${opts.role}), valid until ${invite.expires_at}:\n  ${invite.invite_url}`,
+        );
+      }),
   );
 
 const jobs = program.command('jobs').description('inspect and retry background jobs');

@@ -34,6 +34,8 @@ export interface Config {
   metaGraphUrl: string;
   /** The Graph API version in every request path, as `v23.0`. */
   metaGraphVersion: string;
+  /** Requests per minute of each signed-in user (the inbox app), instead of the plan's API limit. */
+  sessionRateLimitPerMinute: number;
   /** The service's public base URL (webhook URLs, the widget, the API document's server), no trailing slash. */
   publicUrl: string;
   /** 32 bytes that encrypt connection secrets; generated into DATA_DIR on the embedded default. */
@@ -168,6 +170,7 @@ export function loadConfig(env: Env = process.env): Config {
       webchat: readInt(env, 'BROADCAST_RATE_WEBCHAT', 0, 0, 100_000),
     },
     broadcastBatchSize: readInt(env, 'BROADCAST_BATCH_SIZE', 500, 1, 10_000),
+    sessionRateLimitPerMinute: readInt(env, 'SESSION_RATE_LIMIT_PER_MINUTE', 1200, 1, 1_000_000),
     mediaFetchConcurrency: readInt(env, 'MEDIA_FETCH_CONCURRENCY', 16, 1, 1024),
     mediaMaxBytes: readInt(env, 'MEDIA_MAX_BYTES', 16 * 1024 * 1024, 1024, 100 * 1024 * 1024),
     sandboxEnabled: readBool(env, 'SANDBOX_ENABLED', true),

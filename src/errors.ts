@@ -27,6 +27,8 @@ export class AppError extends Error {
     message: string,
     readonly status: number = ERROR_STATUS[code],
     readonly details?: ErrorDetail[],
+    /** More fields of the error object, beside code and message (e.g. `accounts`). */
+    readonly extra?: Record<string, unknown>,
   ) {
     super(message);
   }

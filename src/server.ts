@@ -130,10 +130,13 @@ export async function startService(
   if (roles.api) {
     const boot = await services.accounts.bootstrapDefaultAccount();
     if (boot) {
-      // Printed once, on the first start of an empty store: only the hash is kept.
+      // Printed once, on the first start of an empty store: only the hashes are kept. Should the
+      // link be lost, `switchboard users invite` makes another.
+      const setup = await services.users.setupLink(boot.account.id);
       process.stdout.write(
         `\nCreated account "${boot.account.name}" (${boot.account.id}, plan ${boot.account.plan}).\n` +
-          `Its API key, shown only this once:\n\n  ${boot.key.api_key}\n\n`,
+          `Its API key, shown only this once:\n\n  ${boot.key.api_key}\n\n` +
+          `Create the first admin of the inbox (link valid until ${setup.expires_at}):\n\n  ${setup.invite_url}\n\n`,
       );
     }
     await app.listen({ port: config.port, host: config.host });

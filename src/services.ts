@@ -67,6 +67,9 @@ import { TemplatesRepository, type TemplateRow } from './templates/templates.rep
 import { TemplatesService } from './templates/templates.service.js';
 import { UsersRepository } from './users/users.repository.js';
 import { UsersService } from './users/users.service.js';
+import { InvitesRepository } from './users/invites.repository.js';
+import { SessionsRepository } from './users/sessions.repository.js';
+import { SessionsService } from './users/sessions.service.js';
 import { VisitorStreams } from './webchat/visitor-stream.js';
 import { VisitorTokens } from './webchat/visitor-token.js';
 import { WebchatWakeups } from './webchat/webchat-wakeups.js';
@@ -95,6 +98,8 @@ export type AppConfig = Pick<
   | 'secretsKey'
   | 'mediaMaxBytes'
 > &
+  /** SESSION_RATE_LIMIT_PER_MINUTE (1,200 when absent). */
+  Partial<Pick<Config, 'sessionRateLimitPerMinute'>> &
   /** Believe no X-Forwarded-For when absent. */
   Partial<Pick<Config, 'trustProxy'>>;
 
@@ -162,7 +167,26 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     clock,
     cache: caches.contact,
   });
-  const users = new UsersService({ tx, users: usersRepo, clock });
+  const sessionsRepo = new SessionsRepository(db);
+  const invitesRepo = new InvitesRepository();
+  const users = new UsersService({
+    tx,
+    users: usersRepo,
+    invites: invitesRepo,
+    sessions: sessionsRepo,
+    // Conversations are built further down; a user or team that goes releases theirs.
+    assignees: { release: (trx, scope, assignee) => conversations.release(trx, scope, assignee) },
+    clock,
+    publicUrl: config.publicUrl,
+  });
+  const sessions = new SessionsService({
+    tx,
+    users: usersRepo,
+    sessions: sessionsRepo,
+    invites: invitesRepo,
+    clock,
+    rateLimitPerMinute: config.sessionRateLimitPerMinute ?? 1200,
+  });
   const webchatWakeups = new WebchatWakeups(db);
   const webchatProvider = new WebchatProvider(webchatWakeups);
   const sandbox = new SandboxProvider({
@@ -409,6 +433,7 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     cannedResponses,
     contacts,
     users,
+    sessions,
     templates,
     conversations,
     messages,

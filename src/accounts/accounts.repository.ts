@@ -57,20 +57,33 @@ export class AccountsRepository {
     await trx.insertInto('api_keys').values(row).execute();
   }
 
-  async revokeKey(id: string, now: Date): Promise<boolean> {
-    const result = await this.db
+  /** Revokes a key (of `accountId` only, when given); false when there is no such key. */
+  async revokeKey(id: string, now: Date, accountId?: string): Promise<boolean> {
+    let update = this.db
       .updateTable('api_keys')
       .set({ revoked_at: now })
       .where('id', '=', id)
-      .where('revoked_at', 'is', null)
-      .executeTakeFirst();
+      .where('revoked_at', 'is', null);
+    if (accountId !== undefined) update = update.where('account_id', '=', accountId);
+    const result = await update.executeTakeFirst();
     if (result.numUpdatedRows > 0n) return true;
-    const exists = await this.db
+    let exists = this.db.selectFrom('api_keys').select('id').where('id', '=', id);
+    if (accountId !== undefined) exists = exists.where('account_id', '=', accountId);
+    return (await exists.executeTakeFirst()) !== undefined;
+  }
+
+  /** The account's live keys, newest first (their hashes stay here). */
+  async listKeys(
+    accountId: string,
+  ): Promise<{ id: string; name: string | null; created_at: Date }[]> {
+    return this.db
       .selectFrom('api_keys')
-      .select('id')
-      .where('id', '=', id)
-      .executeTakeFirst();
-    return exists !== undefined;
+      .select(['id', 'name', 'created_at'])
+      .where('account_id', '=', accountId)
+      .where('revoked_at', 'is', null)
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .execute();
   }
 
   /**

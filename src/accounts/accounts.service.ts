@@ -5,7 +5,9 @@ import type { ReadCache } from '../db/read-cache.js';
 import { sql } from 'kysely';
 import type { Db, Tx } from '../db/database.js';
 import type { Plan } from '../db/schema.js';
-import { NotFound } from '../errors.js';
+import { Transactor, type Scope } from '../db/transactor.js';
+import { Forbidden, NotFound, Unauthorized } from '../errors.js';
+import type { Principal } from '../http/auth.js';
 import { newId } from '../ids.js';
 import type { AccountRow, AccountsRepository, KeyOwner } from './accounts.repository.js';
 
@@ -16,6 +18,12 @@ export interface Account {
   name: string;
   plan: Plan;
   rate_limit_per_minute: number | null;
+  created_at: string;
+}
+
+export interface ApiKey {
+  id: string;
+  name: string | null;
   created_at: string;
 }
 
@@ -48,6 +56,8 @@ export function effectiveRateLimit(owner: Pick<KeyOwner, 'plan' | 'rateLimitPerM
 
 export class AccountsService {
   private readonly owners: Batcher<string, KeyOwner | undefined>;
+  /** The store the accounts are in (the command line builds other services on it). */
+  readonly db: Db;
 
   constructor(
     private readonly deps: {
@@ -58,6 +68,7 @@ export class AccountsService {
       cache: ReadCache<KeyOwner>;
     },
   ) {
+    this.db = deps.db;
     this.owners = new Batcher((hashes) => deps.accounts.findKeyOwners(hashes), {
       maxBatch: 100,
       maxConcurrent: 1,
@@ -117,8 +128,23 @@ export class AccountsService {
     return { id, api_key: apiKey, name, created_at: now.toISOString() };
   }
 
-  async revokeApiKey(id: string): Promise<void> {
-    const found = await this.deps.accounts.revokeKey(id, this.deps.clock.now());
+  /** A key made through the API (`POST /v1/api-keys`), with the request's idempotency record. */
+  async createApiKeyFor(scope: Scope, name: string | null): Promise<IssuedKey> {
+    return new Transactor(this.deps.db).run(scope, (trx) =>
+      this.createApiKey(scope.accountId, name, trx),
+    );
+  }
+
+  async listApiKeys(scope: Scope): Promise<{ data: ApiKey[] }> {
+    const rows = await this.deps.accounts.listKeys(scope.accountId);
+    return {
+      data: rows.map((r) => ({ id: r.id, name: r.name, created_at: r.created_at.toISOString() })),
+    };
+  }
+
+  /** Revokes a key of the account (`accountId`), or of any account (the operator's tools). */
+  async revokeApiKey(id: string, accountId?: string): Promise<void> {
+    const found = await this.deps.accounts.revokeKey(id, this.deps.clock.now(), accountId);
     // Refused on its very next request here; other processes hear it through the change feed.
     this.deps.cache.clear();
     if (!found) throw new NotFound('api key', id);
@@ -128,6 +154,20 @@ export class AccountsService {
   async authenticate(apiKey: string): Promise<KeyOwner | undefined> {
     const hash = hashApiKey(apiKey);
     return this.deps.cache.get(hash, () => this.owners.submit(hash));
+  }
+
+  /** Who an API key acts for (an admin of its account, with the key's own rate limit). */
+  async keyPrincipal(apiKey: string): Promise<Principal> {
+    const owner = await this.authenticate(apiKey);
+    if (!owner) throw new Unauthorized('API key is invalid or revoked');
+    if (owner.plan === 'starter')
+      throw new Forbidden('the Starter plan has no API access; upgrade to Growth or Enterprise');
+    return {
+      accountId: owner.accountId,
+      role: 'admin',
+      actor: null,
+      rate: { key: owner.keyId, limit: effectiveRateLimit(owner) },
+    };
   }
 
   /** First start on an empty store: one Growth account and its key, so the service is usable at once. */

@@ -3,6 +3,9 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { AccountsService } from '../accounts/accounts.service.js';
+import { ApiKey } from '../accounts/api-keys.schema.js';
+import type { UsersService } from '../users/users.service.js';
+import { Invite, Role } from '../users/users.schema.js';
 import { Unauthorized } from '../errors.js';
 import { ErrorRef, IdParams, Nullable, Success, Timestamp } from '../http/schemas.js';
 
@@ -23,15 +26,6 @@ const Account = Type.Object(
   },
   { $id: 'Account' },
 );
-const ApiKey = Type.Object(
-  {
-    id: Type.String(),
-    api_key: Type.String(),
-    name: Nullable(Type.String()),
-    created_at: Timestamp,
-  },
-  { $id: 'ApiKey' },
-);
 const adminErrors = { 401: ErrorRef, 404: ErrorRef, 422: ErrorRef };
 
 function digest(value: string): Buffer {
@@ -41,7 +35,7 @@ function digest(value: string): Buffer {
 /** Accounts and API keys, for the operator; only mounted when ADMIN_TOKEN is set. */
 export function adminRoutes(
   app: FastifyInstance,
-  deps: { accounts: AccountsService; adminToken: string },
+  deps: { accounts: AccountsService; users: UsersService; adminToken: string },
 ): void {
   const expected = digest(deps.adminToken);
   app.addHook('onRequest', async (request) => {
@@ -129,6 +123,33 @@ export function adminRoutes(
     },
     handler: async (req, reply) =>
       reply.code(201).send(await deps.accounts.createApiKey(req.params.id, req.body?.name ?? null)),
+  });
+
+  r.post('/accounts/:id/invites', {
+    schema: {
+      operationId: 'inviteToAccount',
+      tags,
+      security,
+      summary:
+        'An invite link for a user of the account (a new user, or a new link for the one with that email)',
+      params: IdParams,
+      body: Type.Object(
+        {
+          email: Type.String({ format: 'email', maxLength: 254 }),
+          role: Role,
+          name: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
+        },
+        { additionalProperties: false },
+      ),
+      response: {
+        201: Type.Object({ user_id: Type.String(), ...Invite.properties }),
+        ...adminErrors,
+      },
+    },
+    handler: async (req, reply) => {
+      await deps.accounts.getAccount(req.params.id);
+      return reply.code(201).send(await deps.users.inviteByEmail(req.params.id, req.body));
+    },
   });
 
   r.delete('/api-keys/:id', {

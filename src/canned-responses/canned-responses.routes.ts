@@ -18,7 +18,7 @@ export function cannedResponsesRoutes(
   const tags = ['Canned responses'];
 
   r.post('/canned-responses', {
-    config: { successStatus: 201 },
+    config: { access: 'agent', successStatus: 201 },
     schema: {
       tags,
       operationId: 'createCannedResponse',
@@ -50,6 +50,7 @@ export function cannedResponsesRoutes(
     handler: (req) => cannedResponses.get(req.scope, req.params.id),
   });
   r.patch('/canned-responses/:id', {
+    config: { access: 'agent' },
     schema: {
       tags,
       operationId: 'updateCannedResponse',
@@ -61,6 +62,7 @@ export function cannedResponsesRoutes(
     handler: (req) => cannedResponses.update(req.scope, req.params.id, req.body),
   });
   r.delete('/canned-responses/:id', {
+    config: { access: 'agent' },
     schema: {
       tags,
       operationId: 'deleteCannedResponse',

@@ -35,7 +35,7 @@ export function contactsRoutes(app: FastifyInstance, contacts: ContactsService):
   });
 
   r.post('/contacts', {
-    config: { successStatus: 201 },
+    config: { access: 'agent', successStatus: 201 },
     schema: {
       tags,
       operationId: 'createContact',
@@ -58,6 +58,7 @@ export function contactsRoutes(app: FastifyInstance, contacts: ContactsService):
   });
 
   r.put('/contacts/:id', {
+    config: { access: 'agent' },
     schema: {
       tags,
       operationId: 'updateContact',
@@ -82,6 +83,7 @@ export function contactsRoutes(app: FastifyInstance, contacts: ContactsService):
   });
 
   r.post('/contacts/:id/lifecycle', {
+    config: { access: 'agent' },
     schema: {
       tags,
       operationId: 'setContactLifecycle',
@@ -94,6 +96,7 @@ export function contactsRoutes(app: FastifyInstance, contacts: ContactsService):
   });
 
   r.post('/contacts/:id/merge', {
+    config: { access: 'agent' },
     schema: {
       tags,
       operationId: 'mergeContact',

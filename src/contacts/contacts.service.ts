@@ -110,14 +110,18 @@ export class ContactsService {
           throw new Conflict(`a contact with phone ${requests[0]!.row.phone} already exists`);
         throw err;
       }
-      const created = requests.map((r, i) => ({ row: r.row, contact: contacts[i]! }));
+      const created = requests.map((r, i) => ({
+        row: r.row,
+        contact: contacts[i]!,
+        actor: r.scope.actor,
+      }));
       for (const [accountId, group] of groupBy(created, (c) => c.row.account_id)) {
         const tags = [...new Set(group.flatMap((c) => c.row.tags))].sort();
         await this.deps.contacts.addTags(trx, accountId, tags, group[0]!.row.created_at);
         await this.deps.outbox.recordMany(
           trx,
           accountId,
-          group.map((c) => ({ type: 'contact.created' as const, data: c.contact })),
+          group.map((c) => ({ type: 'contact.created' as const, data: c.contact, actor: c.actor })),
         );
       }
       for (const [i, r] of requests.entries())

@@ -27,6 +27,8 @@ export interface ConversationFilter {
   assignedTo?: string;
   /** Only those assigned to nobody. */
   unassigned?: boolean;
+  /** Only those assigned to this user (not to their teams). */
+  mine?: string;
   contactId?: string;
 }
 
@@ -172,6 +174,8 @@ export class ConversationsRepository {
     if (filter.channel) q = q.where('channel', '=', filter.channel);
     if (filter.assignedTo) q = q.where('assignee_id', '=', filter.assignedTo);
     if (filter.unassigned) q = q.where('assignee_id', 'is', null);
+    if (filter.mine)
+      q = q.where('assignee_type', '=', 'user').where('assignee_id', '=', filter.mine);
     if (filter.contactId) q = q.where('contact_id', '=', filter.contactId);
     return paged(q, page, (q) => q.selectAll().orderBy('updated_at', 'desc').orderBy('id', 'desc'));
   }
@@ -239,32 +243,64 @@ export class ConversationsRepository {
   }
 
   /**
-   * The account's open conversations (on one channel when given), and how many are unassigned:
-   * two counts, each an index-only range (conversations_recent, conversations_unassigned),
-   * rather than one that reads every open row for its assignee.
+   * The account's open conversations (on one channel when given), how many are unassigned and,
+   * for a signed-in user, how many are theirs: a count each, the first two index-only ranges
+   * (conversations_recent, conversations_unassigned), rather than one that reads every open
+   * row for its assignee.
    */
   async openCounts(
     accountId: string,
     channel: Channel | undefined,
-  ): Promise<{ unassigned: number; all: number }> {
-    const open = (unassigned: boolean) => {
+    userId: string | null,
+  ): Promise<{ mine: number | null; unassigned: number; all: number }> {
+    const open = (only?: 'unassigned' | 'mine') => {
       let q = this.db
         .selectFrom('conversations')
         .where('account_id', '=', accountId)
         .where('status', '=', 'open');
       if (channel) q = q.where('channel', '=', channel);
-      if (unassigned) q = q.where('assignee_id', 'is', null);
+      if (only === 'unassigned') q = q.where('assignee_id', 'is', null);
+      if (only === 'mine')
+        q = q.where('assignee_type', '=', 'user').where('assignee_id', '=', userId ?? '');
       return q.select((eb) => eb.fn.countAll<string>().as('n'));
     };
     const row = await this.db
-      .selectNoFrom([open(false).as('all'), open(true).as('unassigned')])
-      .$castTo<{ all: string; unassigned: string }>()
+      .selectNoFrom([
+        open().as('all'),
+        open('unassigned').as('unassigned'),
+        ...(userId === null ? [] : [open('mine').as('mine')]),
+      ])
+      .$castTo<{ all: string; unassigned: string; mine?: string }>()
       .executeTakeFirstOrThrow();
-    return { unassigned: Number(row.unassigned), all: Number(row.all) };
+    return {
+      mine: userId === null ? null : Number(row.mine),
+      unassigned: Number(row.unassigned),
+      all: Number(row.all),
+    };
+  }
+
+  /** Unassigns every conversation of this assignee; answers them as they now are. */
+  async unassignAll(
+    trx: Tx,
+    accountId: string,
+    assignee: { type: 'user' | 'team'; id: string },
+    now: Date,
+  ): Promise<ConversationRow[]> {
+    return trx
+      .updateTable('conversations')
+      .set({ assignee_type: null, assignee_id: null, updated_at: now })
+      .where('account_id', '=', accountId)
+      .where('assignee_type', '=', assignee.type)
+      .where('assignee_id', '=', assignee.id)
+      .returningAll()
+      .execute();
   }
 
   async insertNote(trx: Tx | Db, row: NoteRow): Promise<void> {
-    await trx.insertInto('notes').values(row).execute();
+    await trx
+      .insertInto('notes')
+      .values({ ...row, author: row.author === null ? null : JSON.stringify(row.author) })
+      .execute();
   }
 
   async listNotes(

@@ -82,6 +82,7 @@ export function conversationsRoutes(
     handler: (req) => conversations.history(req.scope, req.params.id, req.query),
   });
   r.post('/conversations/:id/assign', {
+    config: { access: 'agent' },
     schema: {
       tags,
       operationId: 'assignConversation',
@@ -93,6 +94,7 @@ export function conversationsRoutes(
     handler: (req) => conversations.assign(req.scope, req.params.id, req.body),
   });
   r.post('/conversations/:id/resolve', {
+    config: { access: 'agent' },
     schema: {
       tags,
       operationId: 'resolveConversation',
@@ -103,6 +105,7 @@ export function conversationsRoutes(
     handler: (req) => conversations.resolve(req.scope, req.params.id),
   });
   r.post('/conversations/:id/reopen', {
+    config: { access: 'agent' },
     schema: {
       tags,
       operationId: 'reopenConversation',
@@ -113,6 +116,7 @@ export function conversationsRoutes(
     handler: (req) => conversations.reopen(req.scope, req.params.id),
   });
   r.post('/conversations/:id/unassign', {
+    config: { access: 'agent' },
     schema: {
       tags,
       operationId: 'unassignConversation',
@@ -123,6 +127,7 @@ export function conversationsRoutes(
     handler: (req) => conversations.unassign(req.scope, req.params.id),
   });
   r.post('/conversations/:id/read', {
+    config: { access: 'agent' },
     schema: {
       tags,
       operationId: 'readConversation',
@@ -134,7 +139,7 @@ export function conversationsRoutes(
     handler: (req) => conversations.read(req.scope, req.params.id),
   });
   r.post('/conversations/:id/notes', {
-    config: { successStatus: 201 },
+    config: { access: 'agent', successStatus: 201 },
     schema: {
       tags,
       operationId: 'createNote',

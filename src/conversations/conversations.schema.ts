@@ -1,7 +1,7 @@
 import { Type, type Static } from 'typebox';
 import { Contact } from '../contacts/contacts.schema.js';
 import { ChannelSchema, Message } from '../messages/messages.schema.js';
-import { Nullable, PageQuery, Timestamp } from '../http/schemas.js';
+import { AuthorSchema, Nullable, PageQuery, Timestamp } from '../http/schemas.js';
 
 export const Assignee = Type.Object({
   type: Type.Union([Type.Literal('user'), Type.Literal('team')]),
@@ -103,6 +103,7 @@ export const Note = Type.Object(
     id: Type.String({ description: 'Prefixed `note_`.' }),
     conversation_id: Type.String(),
     content: Type.String(),
+    author: AuthorSchema,
     created_at: Timestamp,
   },
   { $id: 'Note' },

@@ -25,6 +25,7 @@ const toNote = (r: NoteRow): Note => ({
   id: r.id,
   conversation_id: r.conversation_id,
   content: r.content,
+  author: r.author ?? null,
   created_at: r.created_at.toISOString(),
 });
 
@@ -109,7 +110,13 @@ export class ConversationsService {
       );
       const [conversation] = await this.present(scope.accountId, [row ?? current], trx);
       if (row)
-        await this.deps.outbox.record(trx, scope.accountId, 'conversation.read', conversation!);
+        await this.deps.outbox.record(
+          trx,
+          scope.accountId,
+          'conversation.read',
+          conversation!,
+          scope.actor,
+        );
       return conversation!;
     });
   }
@@ -124,11 +131,15 @@ export class ConversationsService {
     page: PageRequest,
     view: 'all' | 'mine' | 'unassigned' = 'all',
   ): Promise<PageResult<Conversation>> {
-    if (view === 'mine')
+    if (view === 'mine' && !scope.actor)
       throw new ValidationError('view', 'mine needs a signed-in user; an API key has no "mine"');
     const { rows, total } = await this.deps.conversations.list(
       scope.accountId,
-      { ...filter, unassigned: view === 'unassigned' },
+      {
+        ...filter,
+        unassigned: view === 'unassigned',
+        ...(view === 'mine' && { mine: scope.actor!.id }),
+      },
       page,
     );
     return { data: await this.present(scope.accountId, rows), total, page: page.page };
@@ -197,7 +208,13 @@ export class ConversationsService {
         updated_at: this.deps.clock.now(),
       });
       const [conversation] = await this.present(scope.accountId, [row], trx);
-      await this.deps.outbox.record(trx, scope.accountId, 'conversation.assigned', conversation!);
+      await this.deps.outbox.record(
+        trx,
+        scope.accountId,
+        'conversation.assigned',
+        conversation!,
+        scope.actor,
+      );
       return conversation!;
     });
   }
@@ -231,8 +248,34 @@ export class ConversationsService {
     scope: Scope,
     channel: Channel | undefined,
   ): Promise<{ mine: number | null; unassigned: number; all: number }> {
-    const { unassigned, all } = await this.deps.conversations.openCounts(scope.accountId, channel);
-    return { mine: null, unassigned, all };
+    return this.deps.conversations.openCounts(scope.accountId, channel, scope.actor?.id ?? null);
+  }
+
+  /**
+   * Unassigns every conversation of a user or team that is going, each with its
+   * `conversation.unassigned` event, in the caller's transaction (see UsersService).
+   */
+  async release(
+    trx: Tx,
+    scope: Scope,
+    assignee: { type: 'user' | 'team'; id: string },
+  ): Promise<void> {
+    const rows = await this.deps.conversations.unassignAll(
+      trx,
+      scope.accountId,
+      assignee,
+      this.deps.clock.now(),
+    );
+    const conversations = await this.present(scope.accountId, rows, trx);
+    await this.deps.outbox.recordMany(
+      trx,
+      scope.accountId,
+      conversations.map((data) => ({
+        type: 'conversation.unassigned' as const,
+        data,
+        actor: scope.actor,
+      })),
+    );
   }
 
   /**
@@ -257,7 +300,7 @@ export class ConversationsService {
         updated_at: this.deps.clock.now(),
       });
       const [conversation] = await this.present(scope.accountId, [row], trx);
-      await this.deps.outbox.record(trx, scope.accountId, event, conversation!);
+      await this.deps.outbox.record(trx, scope.accountId, event, conversation!, scope.actor);
       return conversation!;
     });
   }
@@ -272,6 +315,7 @@ export class ConversationsService {
         id: newId('note'),
         conversation_id: conversationId,
         content,
+        author: scope.actor ?? null,
         created_at: this.deps.clock.now(),
       };
       await this.deps.conversations.insertNote(trx, row);

@@ -90,7 +90,44 @@ export interface UsersTable {
   id: string;
   name: string;
   email: string;
+  role: Generated<UserRole>;
+  password_hash: string | null;
   created_at: Timestamp;
+}
+
+export type UserRole = 'admin' | 'agent';
+
+/** Who wrote a message or a note through a session (null: through an API key, or a contact). */
+export interface Author {
+  type: 'user';
+  id: string;
+  name: string;
+}
+
+export interface InvitesTable {
+  token_hash: string;
+  account_id: string;
+  /** Null for the link that creates an account's first admin. */
+  user_id: string | null;
+  role: UserRole;
+  expires_at: Timestamp;
+  created_at: Timestamp;
+}
+
+export interface SessionsTable {
+  token_hash: string;
+  account_id: string;
+  user_id: string;
+  csrf_token: string;
+  created_at: Timestamp;
+  last_seen_at: Timestamp;
+  expires_at: Timestamp;
+}
+
+export interface SignInFailuresTable {
+  email: string;
+  address: string;
+  at: Timestamp;
 }
 
 export interface TeamsTable {
@@ -148,6 +185,7 @@ export interface MessagesTable {
   failure_reason: string | null;
   provider_message_id: string | null;
   broadcast_id: string | null;
+  author: ColumnType<Author | null, string | null, string | null>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -157,6 +195,7 @@ export interface NotesTable {
   id: string;
   conversation_id: string;
   content: string;
+  author: ColumnType<Author | null, string | null, string | null>;
   created_at: Timestamp;
 }
 
@@ -369,6 +408,9 @@ export interface Tables {
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_attempts: WebhookAttemptsTable;
   users: UsersTable;
+  invites: InvitesTable;
+  sessions: SessionsTable;
+  sign_in_failures: SignInFailuresTable;
   teams: TeamsTable;
   templates: TemplatesTable;
   conversations: ConversationsTable;

@@ -1,4 +1,5 @@
 import type { Db, Tx } from './database.js';
+import type { Author } from './schema.js';
 
 /**
  * Who a unit of work is for. Every service call carries one: the account that every query is
@@ -7,6 +8,11 @@ import type { Db, Tx } from './database.js';
  */
 export interface Scope {
   accountId: string;
+  /**
+   * Who acts, when a request does: a signed-in user, or null for an API key. Absent when the
+   * service acts on its own (a provider's report, a job).
+   */
+  actor?: Author | null;
   beforeCommit?: (trx: Tx, result: unknown) => Promise<void>;
   /** Told once the transaction that ran `beforeCommit` has committed. */
   afterCommit?: () => void;

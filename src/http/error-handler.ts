@@ -29,8 +29,9 @@ function send(
   message: string,
   details?: ErrorDetail[],
   status: number = ERROR_STATUS[code],
+  extra?: Record<string, unknown>,
 ) {
-  const error: Record<string, unknown> = { code, message };
+  const error: Record<string, unknown> = { code, message, ...extra };
   if (details && details.length > 0) error.details = details;
   if (status >= 500) error.request_id = reply.request.id;
   return reply.code(status).send({ error });
@@ -182,7 +183,8 @@ export function installErrorHandlers(app: FastifyInstance): void {
     }
     if (err instanceof Unavailable && err.retryAfterSeconds !== undefined)
       reply.header('Retry-After', err.retryAfterSeconds);
-    if (err instanceof AppError) return send(reply, err.code, err.message, err.details, err.status);
+    if (err instanceof AppError)
+      return send(reply, err.code, err.message, err.details, err.status, err.extra);
     if (err.validation) {
       const details = describeValidation(err.validation as never, err.validationContext);
       const message = details.map((d) => `${d.field}: ${d.issue}`).join('; ');

@@ -9,6 +9,11 @@ export const ErrorBody = Type.Object(
         Type.Array(Type.Object({ field: Type.String(), issue: Type.String() })),
       ),
       request_id: Type.Optional(Type.String()),
+      accounts: Type.Optional(
+        Type.Array(Type.Object({ id: Type.String(), name: Type.String() }), {
+          description: 'On a sign-in `409`: the accounts the email and password open.',
+        }),
+      ),
     }),
   },
   { $id: 'Error', description: 'The error envelope every failure answers with.' },
@@ -62,3 +67,12 @@ export function errorResponses(...statuses: number[]) {
   for (const status of [401, 403, 429, ...statuses]) out[status] = ErrorRef;
   return out;
 }
+
+/** Who wrote a message or a note through the inbox; null through an API key (or a contact). */
+export const AuthorSchema = Type.Union(
+  [
+    Type.Object({ type: Type.Literal('user'), id: Type.String(), name: Type.String() }),
+    Type.Null(),
+  ],
+  { description: 'The signed-in user who wrote it; `null` through an API key, and for inbound.' },
+);

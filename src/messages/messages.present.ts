@@ -11,6 +11,8 @@ export function toMessage(row: MessageRow): Message {
     media_url: row.media_url,
     status: row.status,
     failure_reason: row.failure_reason,
+    // Rows read before migration 023 (or by a statement that lists its columns) have none.
+    author: row.author ?? null,
     created_at: row.created_at.toISOString(),
   };
 }

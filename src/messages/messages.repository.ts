@@ -29,6 +29,7 @@ function forInsert(row: MessageRow) {
   return {
     ...row,
     template_params: row.template_params === null ? null : JSON.stringify(row.template_params),
+    author: row.author === null ? null : JSON.stringify(row.author),
   };
 }
 

@@ -7,7 +7,7 @@ import { Message, SendMessageBody } from './messages.schema.js';
 export function messagesRoutes(app: FastifyInstance, messages: MessagesService): void {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
   r.post('/messages/send', {
-    config: { successStatus: 201 },
+    config: { access: 'agent', successStatus: 201 },
     schema: {
       tags: ['Messages'],
       operationId: 'sendMessage',

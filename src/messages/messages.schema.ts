@@ -1,6 +1,6 @@
 import { Type, type Static } from 'typebox';
 import { CHANNELS } from '../channels/channel.js';
-import { Nullable, Timestamp } from '../http/schemas.js';
+import { AuthorSchema, Nullable, Timestamp } from '../http/schemas.js';
 
 export const ChannelSchema = Type.Enum(CHANNELS, {
   description: 'whatsapp, instagram, messenger or webchat.',
@@ -41,6 +41,7 @@ export const Message = Type.Object(
     failure_reason: Nullable(
       Type.String({ description: 'Why delivery failed, when status is `failed`.' }),
     ),
+    author: AuthorSchema,
     created_at: Timestamp,
   },
   { $id: 'Message' },

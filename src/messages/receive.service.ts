@@ -252,6 +252,7 @@ function inboundRow(
     failure_reason: null,
     provider_message_id: inbound.providerMessageId ?? null,
     broadcast_id: null,
+    author: null,
     created_at: now,
     updated_at: now,
   };

@@ -1,11 +1,17 @@
-import type { Selectable } from 'kysely';
+import { sql, type Selectable, type Updateable } from 'kysely';
 import type { Db, Tx } from '../db/database.js';
-import type { TeamsTable, UsersTable } from '../db/schema.js';
+import type { Plan, TeamsTable, UserRole, UsersTable } from '../db/schema.js';
 import { paged } from '../db/paged.js';
 import type { PageRequest } from '../http/pagination.js';
 
 export type UserRow = Selectable<UsersTable>;
 export type TeamRow = Selectable<TeamsTable>;
+
+/** A user who may sign in with a password, with their account. */
+export interface SignInCandidate {
+  user: UserRow;
+  account: { id: string; name: string; plan: Plan };
+}
 
 export class UsersRepository {
   constructor(private readonly db: Db) {}
@@ -25,6 +31,120 @@ export class UsersRepository {
       .where('account_id', '=', accountId)
       .where('id', '=', id)
       .executeTakeFirst();
+  }
+
+  async findUserByEmail(
+    trx: Tx | Db,
+    accountId: string,
+    email: string,
+  ): Promise<UserRow | undefined> {
+    return trx
+      .selectFrom('users')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .where(sql<string>`lower(email)`, '=', email.toLowerCase())
+      .executeTakeFirst();
+  }
+
+  /** Every user with this email and a password, in any account (sign-in), oldest first. */
+  async signInCandidates(email: string): Promise<SignInCandidate[]> {
+    const rows = await this.db
+      .selectFrom('users as u')
+      .innerJoin('accounts as a', 'a.id', 'u.account_id')
+      .selectAll('u')
+      .select(['a.name as account_name', 'a.plan as account_plan'])
+      .where(sql<string>`lower(u.email)`, '=', email.toLowerCase())
+      .where('u.password_hash', 'is not', null)
+      .orderBy('u.created_at')
+      .limit(50)
+      .execute();
+    return rows.map(({ account_name, account_plan, ...user }) => ({
+      user,
+      account: { id: user.account_id, name: account_name, plan: account_plan },
+    }));
+  }
+
+  async accountOf(accountId: string): Promise<SignInCandidate['account']> {
+    return this.db
+      .selectFrom('accounts')
+      .select(['id', 'name', 'plan'])
+      .where('id', '=', accountId)
+      .executeTakeFirstOrThrow();
+  }
+
+  async updateUser(
+    trx: Tx,
+    accountId: string,
+    id: string,
+    patch: Updateable<UsersTable>,
+  ): Promise<UserRow | undefined> {
+    return trx
+      .updateTable('users')
+      .set(patch)
+      .where('account_id', '=', accountId)
+      .where('id', '=', id)
+      .returningAll()
+      .executeTakeFirst();
+  }
+
+  async deleteUser(trx: Tx, accountId: string, id: string): Promise<boolean> {
+    const r = await trx
+      .deleteFrom('users')
+      .where('account_id', '=', accountId)
+      .where('id', '=', id)
+      .executeTakeFirst();
+    return r.numDeletedRows > 0n;
+  }
+
+  /**
+   * The account's admins, locked: a demotion or removal checks that another remains, and two
+   * such changes at once take their turns.
+   */
+  async lockAdmins(trx: Tx, accountId: string): Promise<string[]> {
+    const role: UserRole = 'admin';
+    const rows = await trx
+      .selectFrom('users')
+      .select('id')
+      .where('account_id', '=', accountId)
+      .where('role', '=', role)
+      .orderBy('id')
+      .forUpdate()
+      .execute();
+    return rows.map((r) => r.id);
+  }
+
+  /** Takes the user out of every team of the account. */
+  async removeFromTeams(trx: Tx, accountId: string, userId: string): Promise<void> {
+    await trx
+      .updateTable('teams')
+      .set({ user_ids: sql`array_remove(user_ids, ${userId})` })
+      .where('account_id', '=', accountId)
+      .where(sql<boolean>`${userId} = ANY(user_ids)`)
+      .execute();
+  }
+
+  async updateTeam(
+    trx: Tx,
+    accountId: string,
+    id: string,
+    patch: Updateable<TeamsTable>,
+  ): Promise<TeamRow | undefined> {
+    return trx
+      .updateTable('teams')
+      .set(patch)
+      .where('account_id', '=', accountId)
+      .where('id', '=', id)
+      .returningAll()
+      .executeTakeFirst();
+  }
+
+  async deleteTeam(trx: Tx, accountId: string, id: string): Promise<boolean> {
+    const r = await trx
+      .deleteFrom('teams')
+      .where('account_id', '=', accountId)
+      .where('id', '=', id)
+      .executeTakeFirst();
+    return r.numDeletedRows > 0n;
   }
 
   /** The ids among `ids` that are users of the account. */

@@ -1,9 +1,19 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { pageRequest } from '../http/pagination.js';
-import { IdParams, Page, errorResponses } from '../http/schemas.js';
+import { IdParams, Page, Success, errorResponses } from '../http/schemas.js';
 import type { UsersService } from './users.service.js';
-import { CreateTeamBody, CreateUserBody, ListQuery, Team, User } from './users.schema.js';
+import {
+  CreatedUser,
+  CreateTeamBody,
+  CreateUserBody,
+  Invite,
+  ListQuery,
+  Team,
+  UpdateTeamBody,
+  UpdateUserBody,
+  User,
+} from './users.schema.js';
 
 export function usersRoutes(app: FastifyInstance, users: UsersService): void {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
@@ -13,9 +23,9 @@ export function usersRoutes(app: FastifyInstance, users: UsersService): void {
     schema: {
       tags: ['Users'],
       operationId: 'createUser',
-      summary: 'Add a team member',
+      summary: 'Add a team member, with the invite link that sets their password',
       body: CreateUserBody,
-      response: { 201: User, ...errorResponses(409, 422) },
+      response: { 201: CreatedUser, ...errorResponses(409, 422) },
     },
     handler: async (req, reply) =>
       reply.code(201).send(await users.createUser(req.scope, req.body)),
@@ -39,6 +49,39 @@ export function usersRoutes(app: FastifyInstance, users: UsersService): void {
       response: { 200: User, ...errorResponses(404) },
     },
     handler: (req) => users.getUser(req.scope, req.params.id),
+  });
+
+  r.patch('/users/:id', {
+    schema: {
+      tags: ['Users'],
+      operationId: 'updateUser',
+      summary: 'Rename a team member or change their role (the last admin stays one: 409)',
+      params: IdParams,
+      body: UpdateUserBody,
+      response: { 200: User, ...errorResponses(404, 409, 422) },
+    },
+    handler: (req) => users.updateUser(req.scope, req.params.id, req.body),
+  });
+  r.delete('/users/:id', {
+    schema: {
+      tags: ['Users'],
+      operationId: 'deleteUser',
+      summary:
+        'Remove a team member: their sessions end, their conversations are unassigned (the last admin: 409)',
+      params: IdParams,
+      response: { 200: Success, ...errorResponses(404, 409) },
+    },
+    handler: (req) => users.deleteUser(req.scope, req.params.id),
+  });
+  r.post('/users/:id/invite', {
+    schema: {
+      tags: ['Users'],
+      operationId: 'inviteUser',
+      summary: 'Issue a new invite link (the earlier one stops working)',
+      params: IdParams,
+      response: { 200: Invite, ...errorResponses(404) },
+    },
+    handler: (req) => users.reinvite(req.scope, req.params.id),
   });
 
   r.post('/teams', {
@@ -72,5 +115,26 @@ export function usersRoutes(app: FastifyInstance, users: UsersService): void {
       response: { 200: Team, ...errorResponses(404) },
     },
     handler: (req) => users.getTeam(req.scope, req.params.id),
+  });
+  r.patch('/teams/:id', {
+    schema: {
+      tags: ['Teams'],
+      operationId: 'updateTeam',
+      summary: 'Rename a team or set its members',
+      params: IdParams,
+      body: UpdateTeamBody,
+      response: { 200: Team, ...errorResponses(404, 422) },
+    },
+    handler: (req) => users.updateTeam(req.scope, req.params.id, req.body),
+  });
+  r.delete('/teams/:id', {
+    schema: {
+      tags: ['Teams'],
+      operationId: 'deleteTeam',
+      summary: 'Delete a team (its conversations are unassigned)',
+      params: IdParams,
+      response: { 200: Success, ...errorResponses(404) },
+    },
+    handler: (req) => users.deleteTeam(req.scope, req.params.id),
   });
 }

@@ -192,6 +192,7 @@ describe('fan-out statement plans on a table without statistics', () => {
         provider_message_id: null,
         broadcast_id: 'bc_plan',
         created_at: now,
+        author: null,
         updated_at: now,
       },
       contactId: `con_${String(i + 1).padStart(8, '0')}`,

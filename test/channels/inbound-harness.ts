@@ -12,7 +12,7 @@ import { SecretBox } from '../../src/connections/secret-box.js';
 import { ProviderIdAliasesRepository } from '../../src/inbound/provider-id-aliases.repository.js';
 import { GraphClient } from '../../src/channels/meta/graph-client.js';
 import { Transactor } from '../../src/db/transactor.js';
-import { installApiAuth } from '../../src/accounts/api-auth.js';
+import { installAuth } from '../../src/http/auth.js';
 import { installErrorHandlers } from '../../src/http/error-handler.js';
 import { installInputGuard } from '../../src/http/input-guard.js';
 import { ErrorBody } from '../../src/http/schemas.js';
@@ -108,7 +108,13 @@ export async function startInboundHarness(
   const rateLimiter = new MemoryRateLimiter();
   await app.register(
     async (v1) => {
-      installApiAuth(v1, { accounts: t.services.accounts, rateLimiter });
+      installAuth(v1, {
+        authenticators: {
+          apiKey: (key) => t.services.accounts.keyPrincipal(key),
+          session: async () => undefined,
+        },
+        rateLimiter,
+      });
       mediaRoutes(v1, media);
     },
     { prefix: '/v1' },

@@ -97,7 +97,7 @@ describe('what a conversation carries for an inbox', () => {
     const again = await read(acc, id);
     expect(again.json()).toEqual(first.json());
     expect(await eventsOf(t.db, acc.accountId, 'conversation.read')).toEqual([
-      { type: 'conversation.read', data: first.json() },
+      { type: 'conversation.read', data: { ...first.json(), actor: null } },
     ]);
     t.clock.advance(1000);
     await receive(acc, contact.id, 'webchat', 'are you there?');

@@ -164,7 +164,11 @@ describe('inbox view plans', () => {
   it('counts the open and the unassigned without reading the rows', async () => {
     const repo = new ConversationsRepository(db);
     statements.length = 0;
-    expect(await repo.openCounts('acc_views', undefined)).toEqual({ all: 2000, unassigned: 400 });
+    expect(await repo.openCounts('acc_views', undefined, null)).toEqual({
+      all: 2000,
+      unassigned: 400,
+      mine: null,
+    });
     const counts = statements.at(-1)!;
     for (const mode of ['generic', 'custom'] as const) {
       const plan = await analyze(counts, mode);
@@ -173,7 +177,17 @@ describe('inbox view plans', () => {
       expect(plan).not.toMatch(/(Bitmap Heap|Seq) Scan on conversations/);
     }
     // On one channel: the channel is a filter of the same ranges.
-    expect(await repo.openCounts('acc_views', 'webchat')).toEqual({ all: 0, unassigned: 0 });
+    expect(await repo.openCounts('acc_views', 'webchat', null)).toEqual({
+      all: 0,
+      unassigned: 0,
+      mine: null,
+    });
+    // A user's own, counted beside them: usr_3 holds 1 in 7 of the assigned open ones.
+    expect(await repo.openCounts('acc_views', undefined, 'usr_3')).toEqual({
+      all: 2000,
+      unassigned: 400,
+      mine: 229,
+    });
   });
 });
 

@@ -62,6 +62,7 @@ describe('QueueRepository.queue', () => {
         failure_reason: null,
         provider_message_id: null,
         broadcast_id: null,
+        author: null,
         created_at: now,
         updated_at: now,
       },

@@ -24,7 +24,11 @@ describe('users', () => {
       id: expect.stringMatching(/^usr_/),
       name: 'Grace Hopper',
       email: 'grace@example.com',
+      role: 'agent',
+      status: 'invited',
       created_at: t.clock.now().toISOString(),
+      invite_url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+\/app\/invite#token=[\w-]{43}$/),
+      expires_at: new Date(t.clock.now().getTime() + 7 * 24 * 3600 * 1000).toISOString(),
     });
   });
 
@@ -33,9 +37,11 @@ describe('users', () => {
     const made = [];
     for (const name of ['Ann', 'Bob', 'Cy']) {
       t.clock.advance(1000);
-      made.push(
-        (await createUser(acc, { name, email: `${name.toLowerCase()}@example.com` })).json(),
-      );
+      const { invite_url, expires_at, ...user } = (
+        await createUser(acc, { name, email: `${name.toLowerCase()}@example.com` })
+      ).json();
+      expect([typeof invite_url, typeof expires_at]).toEqual(['string', 'string']);
+      made.push(user);
     }
     const all = await acc.call({ method: 'GET', url: '/v1/users' });
     expectStatus(all, 200);
@@ -77,7 +83,7 @@ describe('users', () => {
     expectError(await createUser(acc, { email: 'a@example.com' }), 422, 'name');
     expectError(await createUser(acc, { name: '', email: 'a@example.com' }), 422, 'name');
     expectError(
-      await createUser(acc, { name: 'A', email: 'a@example.com', role: 'admin' }),
+      await createUser(acc, { name: 'A', email: 'a@example.com', role: 'owner' }),
       422,
       'role',
     );

@@ -217,6 +217,7 @@ async function storeMessages(
     content,
     provider_message_id: null,
     template_params: null,
+    author: null,
     created_at: new Date(at.getTime() + i),
     updated_at: new Date(at.getTime() + i),
   }));

@@ -181,7 +181,7 @@ export class QueueRepository {
       ),
       send AS (
         SELECT account_id, id, contact_id, channel, windowed, type, content, media_url,
-               template_name, template_language, template_params, broadcast_id, job_id, job_kind,
+               template_name, template_language, template_params, broadcast_id, author, job_id, job_kind,
                job_payload, job_run_at, job_locked_until, job_attempts, job_created_at, ord
         FROM unnest(${batchArray(
           params((r) => r.account_id),
@@ -230,6 +230,10 @@ export class QueueRepository {
                       'text',
                     )},
                     ${batchArray(
+                      params((r) => (r.author === null ? null : JSON.stringify(r.author))),
+                      'jsonb',
+                    )},
+                    ${batchArray(
                       job((j) => j.id),
                       'text',
                     )}, ${batchArray(
@@ -257,16 +261,17 @@ export class QueueRepository {
                     )})
           WITH ORDINALITY
           AS v(account_id, id, contact_id, channel, windowed, type, content, media_url,
-               template_name, template_language, template_params, broadcast_id, job_id, job_kind,
+               template_name, template_language, template_params, broadcast_id, author, job_id, job_kind,
                job_payload, job_run_at, job_locked_until, job_attempts, job_created_at, ord)
       ),
       message AS (
         INSERT INTO messages
           (account_id, id, conversation_id, direction, type, content, media_url, template_name,
-           template_language, template_params, status, broadcast_id, created_at, updated_at)
+           template_language, template_params, status, broadcast_id, author, created_at,
+           updated_at)
         SELECT s.account_id, s.id, c.id, 'outbound', s.type, s.content, s.media_url,
                s.template_name, s.template_language, s.template_params, 'queued',
-               s.broadcast_id, ${now}, ${now}
+               s.broadcast_id, s.author, ${now}, ${now}
         FROM send s
         JOIN conversation c
           ON c.account_id = s.account_id AND c.contact_id = s.contact_id AND c.channel = s.channel

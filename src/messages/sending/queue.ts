@@ -3,7 +3,7 @@ import type { ChannelProvider } from '../../channels/channel.js';
 import type { Clock } from '../../clock.js';
 import { addressOn } from '../../contacts/identities.js';
 import type { Db, Tx } from '../../db/database.js';
-import type { Channel, JobsTable } from '../../db/schema.js';
+import type { Author, Channel, JobsTable } from '../../db/schema.js';
 import type { Scope } from '../../db/transactor.js';
 import { AppError, NotFound } from '../../errors.js';
 import { newId } from '../../ids.js';
@@ -138,7 +138,7 @@ export class MessageQueue {
     const job = (ids: string[]) =>
       this.jobRow(sendJob(accountId, ids, lease, batch.connectionId, batch.broadcastId));
     const pending = batch.recipients.map((r): Pending => {
-      const row = outboundRow(accountId, r.message ?? batch.message, batch.broadcastId, now);
+      const row = outboundRow(accountId, r.message ?? batch.message, batch.broadcastId, null, now);
       return {
         send: {
           ...toSend(row, r.contactId, batch.channel, batch.provider),
@@ -183,7 +183,7 @@ export class MessageQueue {
     const indexes = [...drafts.keys()];
     const pending = indexes.map((index): Pending => {
       const { scope, channel, provider, connectionId, contactId } = requests[index]!;
-      const row = outboundRow(scope.accountId, drafts.get(index)!, null, now);
+      const row = outboundRow(scope.accountId, drafts.get(index)!, null, scope.actor ?? null, now);
       const job = this.jobRow(sendJob(scope.accountId, [row.id], lease, connectionId));
       return { send: { ...toSend(row, contactId, channel, provider), job }, provider };
     });
@@ -302,6 +302,7 @@ function outboundRow(
   accountId: string,
   draft: Draft,
   broadcastId: string | null,
+  author: Author | null,
   now: Date,
 ): Omit<MessageRow, 'conversation_id'> {
   return {
@@ -318,6 +319,7 @@ function outboundRow(
     failure_reason: null,
     provider_message_id: null,
     broadcast_id: broadcastId,
+    author,
     created_at: now,
     updated_at: now,
   };
