@@ -43,6 +43,8 @@ function usage(): string {
     '  BENCH_SEND_CONNECTIONS (50): whatsapp-send measures again at this many connections',
     'streams:    BENCH_STREAMS (5000) widget streams held open, BENCH_STREAMS_RATE (replies/s, 200),',
     '  BENCH_STREAMS_SECONDS (10) per round of replies',
+    'inbox:      BENCH_DATABASE_URL of the database bench/inbox/seed.ts filled (required),',
+    '  BENCH_INBOX_CONNECTIONS (4) concurrent requests',
     'BENCH_SERVICE_ROOT: run the service built in another checkout (e.g. an older commit; suites',
     '  measure what that build supports)',
     'BENCH_LATENCY_TRACE: a file each load run appends its responses to (ms since the run began,',

@@ -52,6 +52,8 @@ export interface Settings {
   streamsRate: number;
   /** streams suite: seconds each round of replies lasts (BENCH_STREAMS_SECONDS, 10). */
   streamsSeconds: number;
+  /** inbox suite: concurrent connections of its measurements (BENCH_INBOX_CONNECTIONS, 4). */
+  inboxConnections: number;
   /** Another checkout whose built service runs instead of this one's (BENCH_SERVICE_ROOT). */
   serviceRoot: string | null;
   /** webhooks and broadcasts suites: bound on waiting for deliveries / the fan-out (BENCH_WAIT_TIMEOUT, s, 900). */
@@ -109,6 +111,7 @@ export function loadSettings(env: Env = process.env): Settings {
     streams: readInt(env, 'BENCH_STREAMS', 5_000, 1, 20_000),
     streamsRate: readInt(env, 'BENCH_STREAMS_RATE', 200, 1, 10_000),
     streamsSeconds: readInt(env, 'BENCH_STREAMS_SECONDS', 10, 1, 600),
+    inboxConnections: readInt(env, 'BENCH_INBOX_CONNECTIONS', 4, 1, 1000),
     serviceRoot: readServiceRoot(env),
   };
 }

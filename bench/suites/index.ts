@@ -1,6 +1,7 @@
 import type { Suite } from '../lib/suite.js';
 import { broadcastsSuite } from './broadcasts.js';
 import { contactsSuite } from './contacts.js';
+import { inboxSuite } from './inbox.js';
 import { messagesSuite } from './messages.js';
 import { searchSuite } from './search.js';
 import { streamsSuite } from './streams.js';
@@ -20,4 +21,5 @@ export const suites: readonly Suite[] = [
   whatsappBroadcastSuite,
   whatsappInboundSuite,
   streamsSuite,
+  inboxSuite,
 ];

@@ -183,7 +183,9 @@ export class ConversationsRepository {
   /**
    * What a conversation shows of its messages, for these conversations of the account in one
    * statement: its newest message, and how many inbound messages came after it was last read.
-   * Both are read through the conversation's own index entries, however long its history.
+   * Both are read through the conversation's own index entries, however long its history: the
+   * unread ones as a range of messages_conversation from last_read_at (an `IS NULL OR` there
+   * would make it a filter over the whole history).
    */
   async summaries(
     accountId: string,
@@ -200,7 +202,7 @@ export class ConversationsRepository {
              (SELECT count(*)::int FROM messages m
               WHERE m.account_id = c.account_id AND m.conversation_id = c.id
                 AND m.direction = 'inbound'
-                AND (c.last_read_at IS NULL OR m.created_at > c.last_read_at)) AS unread_count
+                AND m.created_at > coalesce(c.last_read_at, '-infinity')) AS unread_count
       FROM (SELECT DISTINCT id FROM unnest(${ids}::text[]) AS w(id)) w
       JOIN conversations c ON c.account_id = ${accountId} AND c.id = w.id
       LEFT JOIN LATERAL (
@@ -232,40 +234,43 @@ export class ConversationsRepository {
             .whereRef('m.account_id', '=', 'c.account_id')
             .whereRef('m.conversation_id', '=', 'c.id')
             .where('m.direction', '=', 'inbound')
-            .where((w) =>
-              w.or([
-                w('c.last_read_at', 'is', null),
-                w('m.created_at', '>', w.ref('c.last_read_at')),
-              ]),
-            ),
+            // A range of the conversation's index entries, not a filter over its history.
+            .where('m.created_at', '>', sql<Date>`coalesce(c.last_read_at, '-infinity')`),
         ),
       )
       .returningAll()
       .executeTakeFirst();
   }
 
-  /** The account's open conversations (on one channel when given), and how many are unassigned. */
+  /**
+   * The account's open conversations (on one channel when given), how many are unassigned and,
+   * for a signed-in user, how many are theirs: a count each, the first two index-only ranges
+   * (conversations_recent, conversations_unassigned), rather than one that reads every open
+   * row for its assignee.
+   */
   async openCounts(
     accountId: string,
     channel: Channel | undefined,
     userId: string | null,
   ): Promise<{ mine: number | null; unassigned: number; all: number }> {
-    let q = this.db
-      .selectFrom('conversations')
-      .where('account_id', '=', accountId)
-      .where('status', '=', 'open');
-    if (channel) q = q.where('channel', '=', channel);
-    const row = await q
-      .select((eb) => [
-        eb.fn.countAll<string>().as('all'),
-        eb.fn.countAll<string>().filterWhere('assignee_id', 'is', null).as('unassigned'),
-        eb.fn
-          .countAll<string>()
-          .filterWhere((w) =>
-            w.and([w('assignee_type', '=', 'user'), w('assignee_id', '=', userId ?? '')]),
-          )
-          .as('mine'),
+    const open = (only?: 'unassigned' | 'mine') => {
+      let q = this.db
+        .selectFrom('conversations')
+        .where('account_id', '=', accountId)
+        .where('status', '=', 'open');
+      if (channel) q = q.where('channel', '=', channel);
+      if (only === 'unassigned') q = q.where('assignee_id', 'is', null);
+      if (only === 'mine')
+        q = q.where('assignee_type', '=', 'user').where('assignee_id', '=', userId ?? '');
+      return q.select((eb) => eb.fn.countAll<string>().as('n'));
+    };
+    const row = await this.db
+      .selectNoFrom([
+        open().as('all'),
+        open('unassigned').as('unassigned'),
+        ...(userId === null ? [] : [open('mine').as('mine')]),
       ])
+      .$castTo<{ all: string; unassigned: string; mine?: string }>()
       .executeTakeFirstOrThrow();
     return {
       mine: userId === null ? null : Number(row.mine),

@@ -34,6 +34,7 @@ import * as m020 from './migrations/020_retention_indexes.js';
 import * as m021 from './migrations/021_canned_responses.js';
 import * as m022 from './migrations/022_conversation_read.js';
 import * as m023 from './migrations/023_people.js';
+import * as m024 from './migrations/024_unassigned_conversations.js';
 
 export type Db = Kysely<Tables>;
 export type Tx = Transaction<Tables>;
@@ -168,6 +169,7 @@ export const migrations: Record<string, Migration> = {
   '021_canned_responses': m021,
   '022_conversation_read': m022,
   '023_people': m023,
+  '024_unassigned_conversations': m024,
 };
 
 /** Applies pending migrations; Kysely's migrator takes a lock, so concurrent starts are safe. */
