@@ -29,6 +29,8 @@ export interface ConversationFilter {
   unassigned?: boolean;
   /** Only those assigned to this user (not to their teams). */
   mine?: string;
+  /** Only those whose contact matches this search (see contactSearch). */
+  q?: string;
   contactId?: string;
 }
 
@@ -177,6 +179,7 @@ export class ConversationsRepository {
     if (filter.mine)
       q = q.where('assignee_type', '=', 'user').where('assignee_id', '=', filter.mine);
     if (filter.contactId) q = q.where('contact_id', '=', filter.contactId);
+    if (filter.q !== undefined) q = q.where(matchingContacts(accountId, filter.q));
     return paged(q, page, (q) => q.selectAll().orderBy('updated_at', 'desc').orderBy('id', 'desc'));
   }
 
@@ -314,4 +317,35 @@ export class ConversationsRepository {
       .where('conversation_id', '=', conversationId);
     return paged(q, page, (q) => q.selectAll().orderBy('created_at').orderBy('id'));
   }
+}
+
+/**
+ * `contact_id IN (the account's contacts that match q)`: the start of any word of the name (each
+ * word of q the start of one, in any order), or the start of the phone (its digits, whatever the
+ * spacing), the email or an identity, ignoring case. Each way is a range of its own index
+ * (migration 025).
+ */
+function matchingContacts(accountId: string, q: string) {
+  const term = q.trim().toLowerCase();
+  if (term === '') return sql<boolean>`true`;
+  const words = term
+    .split(/[^\p{L}\p{N}]+/u)
+    .filter(Boolean)
+    .slice(0, 8);
+  const nameQuery = words.map((w) => `'${w}':*`).join(' & ');
+  const digits = /^[\d\s().+-]+$/.test(term) ? term.replace(/\D/g, '') : '';
+  const range = (column: ReturnType<typeof sql.raw>, prefix: string) =>
+    sql`(${column} ~>=~ ${prefix} AND ${column} ~<~ (${prefix} || chr(1114111)))`;
+  const email = sql.raw('lower(email)');
+  return sql<boolean>`contact_id IN (
+    SELECT id FROM contacts
+    WHERE account_id = ${accountId} AND (
+      ${nameQuery === '' ? sql`false` : sql`to_tsvector('simple', coalesce(name, '')) @@ to_tsquery('simple', ${nameQuery})`}
+      OR ${digits === '' ? sql`false` : sql`(phone IS NOT NULL AND ${range(sql.raw('phone'), `+${digits}`)})`}
+      OR (email IS NOT NULL AND ${range(email, term)})
+    )
+    UNION
+    SELECT contact_id FROM contact_identities
+    WHERE account_id = ${accountId} AND ${range(sql.raw('lower(external_id)'), term)}
+  )`;
 }

@@ -41,6 +41,7 @@ export function conversationsRoutes(
           channel: req.query.channel,
           assignedTo: req.query.assigned_to,
           contactId: req.query.contact_id,
+          q: req.query.q,
         },
         pageRequest(req.query),
         req.query.view ?? 'all',

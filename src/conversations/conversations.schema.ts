@@ -84,6 +84,14 @@ export const ListConversationsQuery = Type.Object(
       }),
     ),
     contact_id: Type.Optional(Type.String({ minLength: 1, description: "One contact's." })),
+    q: Type.Optional(
+      Type.String({
+        maxLength: 100,
+        description:
+          'Search by contact: the start of any word of its name, or the start of its phone (digits, whatever the spacing), email or an identity, ignoring case. Several words must each start a word of the name.',
+        examples: ['ada lov'],
+      }),
+    ),
   },
   { additionalProperties: false },
 );

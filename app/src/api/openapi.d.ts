@@ -3689,6 +3689,11 @@ export interface operations {
                 sort?: "last_activity";
                 /** @description One contact's. */
                 contact_id?: string;
+                /**
+                 * @description Search by contact: the start of any word of its name, or the start of its phone (digits, whatever the spacing), email or an identity, ignoring case. Several words must each start a word of the name.
+                 * @example ada lov
+                 */
+                q?: string;
             };
             header?: never;
             path?: never;
