@@ -52,6 +52,7 @@ import { ProviderIdAliasesRepository } from './inbound/provider-id-aliases.repos
 import { ClaimKeeper } from './jobs/claim-keeper.js';
 import { JobQueue } from './jobs/job-queue.js';
 import type { JobHandler } from './jobs/job-runner.js';
+import { MediaLinks } from './media/media-links.js';
 import { MediaRepository } from './media/media.repository.js';
 import { MediaService } from './media/media.service.js';
 import { mediaFetcher, type MediaFetcher } from './messages/media.js';
@@ -288,6 +289,15 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     outbox,
     clock,
   });
+  const media = new MediaService({
+    media: new MediaRepository(db),
+    tx,
+    links: config.secretsKey ? new MediaLinks(config.secretsKey) : null,
+    maxUploadBytes: config.mediaMaxBytes,
+    clock,
+    publicUrl: config.publicUrl,
+    allowPrivate: config.allowPrivateTargets,
+  });
   const messages = new MessagesService({
     tx,
     messages: messagesRepo,
@@ -327,12 +337,6 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     batchSize: config.broadcastBatchSize,
     ratePerSecond: config.broadcastRatePerSecond,
     metrics,
-  });
-  const media = new MediaService({
-    media: new MediaRepository(db),
-    clock,
-    publicUrl: config.publicUrl,
-    allowPrivate: config.allowPrivateTargets,
   });
   const inbound = new InboundWebhooksService({
     tx,
