@@ -317,6 +317,7 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
         allowPrivate: config.allowPrivateTargets,
         concurrency: config.mediaFetchConcurrency,
       }),
+    uploads: media,
     clock,
   });
   const webhooks = new WebhooksService({
@@ -398,6 +399,7 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     secretBox,
     tokens: config.secretsKey ? new VisitorTokens(config.secretsKey) : null,
     wakeups: webchatWakeups,
+    mediaLink: (accountId, url) => media.publicLink(accountId, url),
     clock,
   });
   const visitorStreams = new VisitorStreams({ webchat, limits: deps.webchatLimits });
