@@ -25,7 +25,7 @@ import { installInputGuard } from './http/input-guard.js';
 import { ErrorBody, NoQuery } from './http/schemas.js';
 import { validatorCompiler } from './http/validation.js';
 import { inboundWebhookRoutes } from './inbound/inbound.routes.js';
-import { mediaRoutes } from './media/media.routes.js';
+import { mediaLinkRoutes, mediaRoutes } from './media/media.routes.js';
 import { messagesRoutes } from './messages/messages.routes.js';
 import { installRequestMetrics, metricsRoutes } from './metrics/metrics.routes.js';
 import { sandboxRoutes } from './sandbox/sandbox.routes.js';
@@ -181,6 +181,9 @@ export async function buildApp(
     },
     { prefix: '/v1' },
   );
+
+  // Signed media links (what providers fetch): outside /v1, no API key; the signature is the credential.
+  await app.register(async (links) => mediaLinkRoutes(links, services.media));
 
   // Providers' webhooks: outside /v1, no API key; the signature is the credential.
   await app.register(async (hooks) => inboundWebhookRoutes(hooks, services.inbound));

@@ -28,7 +28,7 @@ export interface Config {
   broadcastBatchSize: number;
   /** Media fetches at once in this process; 4 times as many sends may wait, more get a 503. */
   mediaFetchConcurrency: number;
-  /** The largest inbound media file (from a provider) the service downloads and keeps, in bytes. */
+  /** The largest media file the service keeps, in bytes: an inbound one from a provider, or an upload (POST /v1/media). */
   mediaMaxBytes: number;
   /** Where Meta's Graph API is (tests point it at a local fake), without a trailing slash. */
   metaGraphUrl: string;

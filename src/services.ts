@@ -52,6 +52,7 @@ import { ProviderIdAliasesRepository } from './inbound/provider-id-aliases.repos
 import { ClaimKeeper } from './jobs/claim-keeper.js';
 import { JobQueue } from './jobs/job-queue.js';
 import type { JobHandler } from './jobs/job-runner.js';
+import { MediaLinks } from './media/media-links.js';
 import { MediaRepository } from './media/media.repository.js';
 import { MediaService } from './media/media.service.js';
 import { mediaFetcher, type MediaFetcher } from './messages/media.js';
@@ -319,6 +320,15 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     clock,
     presence,
   });
+  const media = new MediaService({
+    media: new MediaRepository(db),
+    tx,
+    links: config.secretsKey ? new MediaLinks(config.secretsKey) : null,
+    maxUploadBytes: config.mediaMaxBytes,
+    clock,
+    publicUrl: config.publicUrl,
+    allowPrivate: config.allowPrivateTargets,
+  });
   const messages = new MessagesService({
     tx,
     messages: messagesRepo,
@@ -338,6 +348,7 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
         allowPrivate: config.allowPrivateTargets,
         concurrency: config.mediaFetchConcurrency,
       }),
+    uploads: media,
     clock,
   });
   const webhooks = new WebhooksService({
@@ -358,12 +369,6 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     batchSize: config.broadcastBatchSize,
     ratePerSecond: config.broadcastRatePerSecond,
     metrics,
-  });
-  const media = new MediaService({
-    media: new MediaRepository(db),
-    clock,
-    publicUrl: config.publicUrl,
-    allowPrivate: config.allowPrivateTargets,
   });
   const inbound = new InboundWebhooksService({
     tx,
@@ -423,6 +428,7 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     secretBox,
     tokens: config.secretsKey ? new VisitorTokens(config.secretsKey) : null,
     wakeups: webchatWakeups,
+    mediaLink: (accountId, url) => media.publicLink(accountId, url),
     clock,
   });
   const visitorStreams = new VisitorStreams({ webchat, limits: deps.webchatLimits });

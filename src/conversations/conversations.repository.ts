@@ -317,6 +317,40 @@ export class ConversationsRepository {
       .where('conversation_id', '=', conversationId);
     return paged(q, page, (q) => q.selectAll().orderBy('created_at').orderBy('id'));
   }
+
+  async findNote(accountId: string, id: string): Promise<NoteRow | undefined> {
+    return this.db
+      .selectFrom('notes')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .where('id', '=', id)
+      .executeTakeFirst();
+  }
+
+  /**
+   * Up to `limit` of a conversation's notes older than `before`, newest first, and whether older
+   * ones remain: one walk of the conversation's notes index, as the message history is read.
+   */
+  async notesBefore(
+    accountId: string,
+    conversationId: string,
+    before: { created_at: Date; id: string },
+    limit: number,
+  ): Promise<{ rows: NoteRow[]; hasMore: boolean }> {
+    const rows = await this.db
+      .selectFrom('notes')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .where('conversation_id', '=', conversationId)
+      .where((eb) =>
+        eb(eb.refTuple('created_at', 'id'), '<', eb.tuple(before.created_at, before.id)),
+      )
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(limit + 1)
+      .execute();
+    return { rows: rows.slice(0, limit), hasMore: rows.length > limit };
+  }
 }
 
 /**

@@ -15,6 +15,7 @@ import {
   ListNotesQuery,
   MessageHistory,
   Note,
+  NotesPage,
   PresenceBody,
 } from './conversations.schema.js';
 
@@ -174,11 +175,19 @@ export function conversationsRoutes(
     schema: {
       tags,
       operationId: 'listNotes',
-      summary: 'List internal notes, oldest first',
+      summary: 'List internal notes: oldest first by page, or newest first before a note',
+      description:
+        'Without `before`: a page of notes, oldest first (`page`, `limit`). With `before` (a note ' +
+        'of this conversation, else a 404): up to `limit` notes older than it (1–100, default ' +
+        '50), newest first, as `{ data, has_more }`, the way the message history pages; `page` ' +
+        'with `before` is a 422.',
       params: IdParams,
       querystring: ListNotesQuery,
-      response: { 200: Page(Note), ...errorResponses(404, 422) },
+      response: {
+        200: NotesPage,
+        ...errorResponses(404, 422),
+      },
     },
-    handler: (req) => conversations.listNotes(req.scope, req.params.id, pageRequest(req.query)),
+    handler: (req) => conversations.notes(req.scope, req.params.id, req.query),
   });
 }

@@ -1,7 +1,7 @@
 import { Type, type Static } from 'typebox';
 import { Contact } from '../contacts/contacts.schema.js';
 import { ChannelSchema, Message } from '../messages/messages.schema.js';
-import { AuthorSchema, Nullable, PageQuery, Timestamp } from '../http/schemas.js';
+import { AuthorSchema, MAX_PAGE, Nullable, PageQuery, Timestamp } from '../http/schemas.js';
 
 export const Assignee = Type.Object({
   type: Type.Union([Type.Literal('user'), Type.Literal('team')]),
@@ -123,7 +123,54 @@ export const CreateNoteBody = Type.Object(
   { additionalProperties: false },
 );
 
-export const ListNotesQuery = Type.Object({ ...PageQuery }, { additionalProperties: false });
+export const ListNotesQuery = Type.Object(
+  {
+    page: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: MAX_PAGE,
+        description: 'Page number, from 1 (default 1); not with `before` (a 422).',
+      }),
+    ),
+    limit: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 100,
+        description: 'Page size, 1–100: default 20 by page, 50 with `before`.',
+      }),
+    ),
+    before: Type.Optional(
+      Type.String({
+        minLength: 1,
+        description:
+          'A note of this conversation (`note_…`): the answer is `{ data, has_more }`, the notes older than it, newest first.',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type ListNotesQuery = Static<typeof ListNotesQuery>;
+
+/** The notes with `before`: a slice of the history, as the message history pages. */
+export interface NoteHistory {
+  data: Note[];
+  has_more: boolean;
+}
+
+/** Either answer of the notes list, in one schema (a union would hold `Note` twice). */
+export const NotesPage = Type.Object(
+  {
+    data: Type.Array(Note, { description: 'Oldest first by page; newest first with `before`.' }),
+    total: Type.Optional(Type.Integer({ minimum: 0, description: 'By page only.' })),
+    page: Type.Optional(Type.Integer({ minimum: 1, description: 'By page only.' })),
+    has_more: Type.Optional(
+      Type.Boolean({
+        description: 'With `before` only: whether older notes remain before the last one.',
+      }),
+    ),
+  },
+  { $id: 'NotesPage' },
+);
 
 export const ListMessagesQuery = Type.Object(
   {

@@ -20,7 +20,14 @@ import type {
   ConversationsRepository,
   NoteRow,
 } from './conversations.repository.js';
-import type { AssignBody, Conversation, MessageHistory, Note } from './conversations.schema.js';
+import type {
+  AssignBody,
+  Conversation,
+  ListNotesQuery,
+  MessageHistory,
+  Note,
+  NoteHistory,
+} from './conversations.schema.js';
 
 const toNote = (r: NoteRow): Note => ({
   id: r.id,
@@ -356,6 +363,42 @@ export class ConversationsService {
       page,
     );
     return { data: rows.map(toNote), total, page: page.page };
+  }
+
+  /**
+   * `GET /conversations/{id}/notes`: a page of notes, oldest first; with `before`, the notes
+   * older than that one, newest first (as the message history pages).
+   */
+  notes(
+    scope: Scope,
+    conversationId: string,
+    query: ListNotesQuery,
+  ): Promise<PageResult<Note> | NoteHistory> {
+    const { before, page, limit } = query;
+    if (before === undefined)
+      return this.listNotes(scope, conversationId, { page: page ?? 1, limit: limit ?? 20 });
+    if (page !== undefined) throw new ValidationError('page', 'is not allowed with before');
+    return this.notesBefore(scope, conversationId, before, limit);
+  }
+
+  /** The notes older than `before` (a note of this conversation, else a 404), newest first. */
+  private async notesBefore(
+    scope: Scope,
+    conversationId: string,
+    before: string,
+    limit = 50,
+  ): Promise<NoteHistory> {
+    if (!(await this.deps.conversations.find(scope.accountId, conversationId)))
+      throw new NotFound('conversation', conversationId);
+    const note = await this.deps.conversations.findNote(scope.accountId, before);
+    if (!note || note.conversation_id !== conversationId) throw new NotFound('note', before);
+    const page = await this.deps.conversations.notesBefore(
+      scope.accountId,
+      conversationId,
+      note,
+      limit,
+    );
+    return { data: page.rows.map(toNote), has_more: page.hasMore };
   }
 }
 

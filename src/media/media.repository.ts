@@ -1,10 +1,13 @@
 import type { Selectable } from 'kysely';
-import type { Db } from '../db/database.js';
+import type { Db, Tx } from '../db/database.js';
 import type { MediaTable } from '../db/schema.js';
 
 export type MediaRow = Selectable<MediaTable>;
 
-/** Files the service keeps (inbound media from providers), per account. */
+/** What is known of a file without its bytes. */
+export type MediaMeta = Omit<MediaRow, 'bytes'>;
+
+/** Files the service keeps (inbound media from providers, uploads), per account. */
 export class MediaRepository {
   constructor(private readonly db: Db) {}
 
@@ -15,6 +18,21 @@ export class MediaRepository {
       .values(row)
       .onConflict((oc) => oc.columns(['account_id', 'id']).doNothing())
       .execute();
+  }
+
+  /** Keeps an upload under its new id, in the caller's transaction. */
+  async insert(trx: Tx, row: MediaRow): Promise<void> {
+    await trx.insertInto('media').values(row).execute();
+  }
+
+  /** The file's type, name and size, without reading its bytes. */
+  async findMeta(accountId: string, id: string): Promise<MediaMeta | undefined> {
+    return this.db
+      .selectFrom('media')
+      .select(['account_id', 'id', 'content_type', 'filename', 'size', 'created_at'])
+      .where('account_id', '=', accountId)
+      .where('id', '=', id)
+      .executeTakeFirst();
   }
 
   async exists(accountId: string, id: string): Promise<boolean> {

@@ -86,3 +86,17 @@ export function mediaFetcher(opts: { allowPrivate: boolean; concurrency: number 
     return { url, contentType, bytes: res.body };
   };
 }
+
+/** The account's uploaded files (the media feature), as sending uses them. */
+export interface Uploads {
+  /** The URL a message keeps for the account's file, and its type; 404 when it has none such. */
+  attachable(accountId: string, id: string): Promise<{ url: string; contentType: string }>;
+  /**
+   * What a provider fetches for a message's media URL: a signed link with the file's name for
+   * one of the service's own files, null for any other URL (given to the provider as it is).
+   */
+  providerLink(
+    accountId: string,
+    url: string,
+  ): Promise<{ url: string; filename: string | null } | null>;
+}

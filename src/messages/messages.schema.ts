@@ -24,7 +24,12 @@ export const Message = Type.Object(
     direction: Type.Union([Type.Literal('inbound'), Type.Literal('outbound')]),
     type: MessageTypeSchema,
     content: Nullable(Type.String()),
-    media_url: Nullable(Type.String()),
+    media_url: Nullable(
+      Type.String({
+        description:
+          'The file of an `image` or `document`: the `media_url` it was sent with, or `{PUBLIC_URL}/v1/media/{id}` for a file the service keeps (received, or uploaded and sent by `media_id`), read with an API key or a session.',
+      }),
+    ),
     status: Type.Union(
       [
         Type.Literal('queued'),
@@ -75,8 +80,16 @@ export const SendMessageBody = Type.Object(
     ),
     media_url: Type.Optional({
       ...HttpsUrl,
-      description: 'Required for `image` and `document`; fetched at send time.',
+      description: 'For `image` and `document`, this or `media_id`: a file fetched at send time.',
     }),
+    media_id: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 64,
+        description:
+          'For `image` and `document`, this or `media_url`: a file uploaded with `POST /v1/media` (an image for `image`). The message keeps its `/v1/media/{id}` URL as `media_url`.',
+      }),
+    ),
   },
   { additionalProperties: false },
 );

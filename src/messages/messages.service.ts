@@ -14,7 +14,7 @@ import type { AppError } from '../errors.js';
 import type { Outbox } from '../events/outbox.js';
 import type { JobQueue } from '../jobs/job-queue.js';
 import type { TemplatesService } from '../templates/templates.service.js';
-import type { MediaFetcher } from './media.js';
+import type { MediaFetcher, Uploads } from './media.js';
 import type { MessageObserver } from './message-observer.js';
 import type { MessageRow, MessagesRepository, QueuedMessage } from './messages.repository.js';
 import type { Message, SendMessageBody } from './messages.schema.js';
@@ -59,6 +59,8 @@ export class MessagesService {
     sendWaitMs?: number;
     outbox: Outbox;
     fetchMedia: MediaFetcher;
+    /** Files uploaded to send by `media_id`. */
+    uploads?: Uploads;
     clock: Clock;
     log?: { error(obj: object, msg: string): void };
   }) {

@@ -92,6 +92,11 @@ export class WebchatService {
       /** Null without SECRETS_KEY; then no widget works (and none can be connected). */
       tokens: VisitorTokens | null;
       wakeups: WebchatWakeups;
+      /**
+       * The signed link a visitor (who has no API key) opens for a message's file of the
+       * service's own (`/v1/media/{id}`); null for any other URL.
+       */
+      mediaLink?: (accountId: string, url: string) => string | null;
       clock: Clock;
     },
   ) {}
@@ -396,7 +401,8 @@ export class WebchatService {
       author: row.direction === 'inbound' ? 'visitor' : 'team',
       type: row.type,
       content: row.content,
-      media_url: row.media_url,
+      media_url:
+        row.media_url && (this.deps.mediaLink?.(row.account_id, row.media_url) ?? row.media_url),
       created_at: row.created_at.toISOString(),
     };
   }

@@ -5,7 +5,7 @@ import type { Tx } from '../../db/database.js';
 import type { Channel } from '../../db/schema.js';
 import type { Scope } from '../../db/transactor.js';
 import { ValidationError } from '../../errors.js';
-import type { FetchedMedia, MediaFetcher } from '../media.js';
+import type { MediaFetcher, Uploads } from '../media.js';
 import type { MessageObserver } from '../message-observer.js';
 import { toMessage } from '../messages.present.js';
 import type { MessageRow, QueuedMessage } from '../messages.repository.js';
@@ -45,6 +45,8 @@ export class SendService {
       /** How long an API send waits for the provider's answer (SEND_WAIT_MS by default). */
       sendWaitMs?: number;
       fetchMedia: MediaFetcher;
+      /** Files uploaded to send (`media_id`); without them `media_id` is refused. */
+      uploads?: Uploads;
       log?: { error(obj: object, msg: string): void };
     },
   ) {}
@@ -65,11 +67,7 @@ export class SendService {
     );
     if (!provider.reachesAnyContact && !contact.identities.some((i) => i.channel === body.channel))
       throw noIdentity(body.channel, contact.id);
-    let media: FetchedMedia | null = null;
-    if (body.type === 'image' || body.type === 'document') {
-      // Fetched before the transaction: a slow media host must not hold a database lock.
-      media = await this.deps.fetchMedia(body.media_url!, body.type, scope.accountId);
-    }
+    const mediaUrl = await this.mediaOf(scope.accountId, body);
     const queued = await this.queueing.submit({
       scope,
       channel: body.channel,
@@ -82,15 +80,14 @@ export class SendService {
         body.type === 'template'
           ? { name: body.template_name!, params: body.template_params ?? [] }
           : null,
-      mediaUrl: media?.url ?? null,
+      mediaUrl,
     });
     if (queued.error) throw queued.error;
     const { row, to, job } = queued as Required<Pick<QueueResult, 'row' | 'to' | 'job'>>;
-    const send = this.queuedSend(scope.accountId, body.channel, job, 1, connectionId, [
+    const attempt = this.queuedSend(scope.accountId, body.channel, job, 1, connectionId, [
       { row, channel: body.channel, contactId: contact.id, ...to },
-    ]);
-    const attempt = this.deps.pipeline
-      .attempt(send, provider)
+    ])
+      .then((send) => this.deps.pipeline.attempt(send, provider))
       .then((results) => results.get(row.id)?.row ?? null);
     // The wait's timer is cleared as soon as the attempt settles: left to run its 10 s, each
     // send's timer and promise would outlive V8's young generation and pile up in old space.
@@ -125,7 +122,7 @@ export class SendService {
     connectionId?: string | null,
   ): Promise<Map<string, MessageRow>> {
     const results = await this.deps.pipeline.attempt(
-      this.queuedSend(accountId, channel, job, attempt, connectionId, queued),
+      await this.queuedSend(accountId, channel, job, attempt, connectionId, queued),
       provider,
     );
     const rows = new Map<string, MessageRow>();
@@ -141,15 +138,43 @@ export class SendService {
     await this.deps.pipeline.recordFailures(trx, accountId, ids, `sending stopped: ${reason}`);
   }
 
+  /**
+   * The media URL an image or document message keeps: an uploaded file's (`media_id`, of this
+   * account and of a type the message may carry), or `media_url` fetched and checked. Both
+   * before the transaction: a slow media host must not hold a database lock.
+   */
+  private async mediaOf(accountId: string, body: SendMessageBody): Promise<string | null> {
+    if (body.type !== 'image' && body.type !== 'document') return null;
+    if (body.media_id === undefined)
+      return (await this.deps.fetchMedia(body.media_url!, body.type, accountId)).url;
+    if (!this.deps.uploads) throw new ValidationError('media_id', 'uploads are not available');
+    const file = await this.deps.uploads.attachable(accountId, body.media_id);
+    if (body.type === 'image' && !file.contentType.startsWith('image/'))
+      throw new ValidationError('media_id', `is not an image (it is ${file.contentType})`);
+    return file.url;
+  }
+
+  /**
+   * What the provider is given for a queued message; a file of ours goes as a signed link
+   * made for this attempt (it expires), with the file's name.
+   */
+  private async outbound(accountId: string, q: QueuedMessage): Promise<OutboundMessage> {
+    const message = toOutbound(accountId, q);
+    if (!message.media || !this.deps.uploads) return message;
+    const link = await this.deps.uploads.providerLink(accountId, message.media.url);
+    return link ? { ...message, media: link } : message;
+  }
+
   /** A send of queued messages, as the pipeline takes it. */
-  private queuedSend(
+  private async queuedSend(
     accountId: string,
     channel: Channel,
     job: { id: string; lease: Date },
     attempt: number,
     connectionId: string | null | undefined,
     queued: QueuedMessage[],
-  ): QueuedSend {
+  ): Promise<QueuedSend> {
+    const messages = await Promise.all(queued.map((q) => this.outbound(accountId, q)));
     return {
       accountId,
       channel,
@@ -164,7 +189,7 @@ export class SendService {
       },
       attempt,
       connectionId,
-      messages: queued.map((q) => toOutbound(accountId, q)),
+      messages,
       observed: queued.some((q) => this.deps.observer.observes(q.row)),
     };
   }
@@ -186,15 +211,23 @@ function checkFields(body: SendMessageBody): void {
       forbid('template_name');
       forbid('template_params');
       forbid('media_url');
+      forbid('media_id');
       break;
     case 'template':
       require('template_name');
       forbid('content');
       forbid('media_url');
+      forbid('media_id');
       break;
     case 'image':
     case 'document':
-      require('media_url');
+      if (body.media_url === undefined && body.media_id === undefined)
+        throw new ValidationError(
+          'media_url',
+          `is required when type is ${body.type} (or media_id, an uploaded file)`,
+        );
+      if (body.media_url !== undefined && body.media_id !== undefined)
+        throw new ValidationError('media_id', 'is not allowed with media_url: give one of them');
       forbid('template_name');
       forbid('template_params');
       break;
