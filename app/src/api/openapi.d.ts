@@ -513,7 +513,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List internal notes, oldest first */
+        /**
+         * List internal notes: oldest first by page, or newest first before a note
+         * @description Without `before`: a page of notes, oldest first (`page`, `limit`). With `before` (a note of this conversation, else a 404): up to `limit` notes older than it (1–100, default 50), newest first, as `{ data, has_more }`, the way the message history pages; `page` with `before` is a 422.
+         */
         get: operations["listNotes"];
         put?: never;
         /** Add an internal note (never sent to the contact) */
@@ -759,7 +762,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A file received with an inbound message (the message's media_url) */
+        /** A kept file: received with an inbound message, or uploaded (a message's media_url) */
         get: operations["getMedia"];
         put?: never;
         post?: never;
@@ -820,6 +823,50 @@ export interface paths {
          * @description Every event of the account as it is committed, in the webhook envelope (`{ id, event, timestamp, data }`), as an SSE message with the event id as `id` and the event type as `event`. The headers are sent at once; `retry: 2000` comes first, and a `: keep-alive` comment every 15 s while idle. Counted once against the rate limit, when the connection opens. Events come in the order of the transactions that wrote them, each sent once the transactions before it have ended (`timestamp` tells when each happened). At most 500 open streams per account on one API server (429 beyond); a server shutting down ends its streams, and clients reconnect with `Last-Event-ID`.
          */
         get: operations["streamEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/media": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Upload a file to send (its id goes in media_id)
+         * @description One multipart part named `file`, up to MEDIA_MAX_BYTES (16 MiB by default). Its type is told by its bytes, never its name or declared type: JPEG, PNG, WebP, PDF, Word, Excel and PowerPoint (legacy and Office Open XML) and OpenDocument files are taken, anything else is a 422. With `Idempotency-Key`, a retry is recognised by its parts (the file name and the digest of its bytes), whatever the boundary.
+         *
+         *     ```sh
+         *     curl -F file=@receipt.png -H "Authorization: Bearer $KEY" $URL/v1/media
+         *     ```
+         */
+        post: operations["uploadMedia"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/media/{account_id}/{id}/{signature}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A file by its signed link (what a provider or a webchat visitor is given)
+         * @description The link works for about an hour after it was made; a forged, altered or expired link is a 403, a file gone a 404. No API key.
+         */
+        get: operations["getMediaByLink"];
         put?: never;
         post?: never;
         delete?: never;
@@ -4640,10 +4687,12 @@ export interface operations {
     listNotes: {
         parameters: {
             query?: {
-                /** @description Page number, from 1 to 10,000,000; a page past the end is empty. */
+                /** @description Page number, from 1 (default 1); not with `before` (a 422). */
                 page?: number;
-                /** @description Page size, at most 100. */
+                /** @description Page size, 1–100: default 20 by page, 50 with `before`. */
                 limit?: number;
+                /** @description A note of this conversation (`note_…`): the answer is `{ data, has_more }`, the notes older than it, newest first. */
+                before?: string;
             };
             header?: never;
             path: {
@@ -4660,9 +4709,14 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description Oldest first by page; newest first with `before`. */
                         data: components["schemas"]["Note"][];
-                        total: number;
-                        page: number;
+                        /** @description By page only. */
+                        total?: number;
+                        /** @description By page only. */
+                        page?: number;
+                        /** @description With `before` only: whether older notes remain before the last one. */
+                        has_more?: boolean;
                     };
                 };
             };
@@ -5196,8 +5250,10 @@ export interface operations {
                     template_name?: string;
                     /** @description Values for {{1}}…{{n}}, in order. */
                     template_params?: string[];
-                    /** @description Required for `image` and `document`; fetched at send time. */
+                    /** @description For `image` and `document`, this or `media_id`: a file fetched at send time. */
                     media_url?: string;
+                    /** @description For `image` and `document`, this or `media_url`: a file uploaded with `POST /v1/media` (an image for `image`). The message keeps its `/v1/media/{id}` URL as `media_url`. */
+                    media_id?: string;
                 };
             };
         };
@@ -6955,6 +7011,168 @@ export interface operations {
             };
             /** @description The error envelope every failure answers with. */
             503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    uploadMedia: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": {
+                    /**
+                     * Format: binary
+                     * @description The file (one part named `file`, up to MEDIA_MAX_BYTES, 16 MiB by default): JPEG, PNG, WebP, PDF, Word, Excel, PowerPoint (legacy or Office Open XML) or OpenDocument, told by its bytes.
+                     */
+                    file: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "med_01J9Z3Q4W7ZK4S5V2N8C6B1XQA",
+                     *       "content_type": "image/png",
+                     *       "size": 48213,
+                     *       "filename": "receipt.png"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description Prefixed `med_`; give it as `media_id` to `POST /v1/messages/send`. */
+                        id: string;
+                        /** @description What the file's bytes show it to be. */
+                        content_type: string;
+                        /** @description In bytes. */
+                        size: number;
+                        /** @description The part's file name without its path, its extension set to the detected type's (`scan.pdf` holding a PNG is kept as `scan.png`). */
+                        filename: string;
+                    };
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getMediaByLink: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                account_id: string;
+                id: string;
+                /** @description `<expires>.<mac>`, as the link was given. */
+                signature: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file, with its content type. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
