@@ -78,7 +78,6 @@ function uploadRoute(app: FastifyInstance, media: MediaService): void {
         400: ErrorRef,
         408: ErrorRef,
         413: ErrorRef,
-        415: ErrorRef,
         ...errorResponses(422),
       },
     },

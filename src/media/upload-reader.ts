@@ -31,7 +31,7 @@ const tooLarge = (maxBytes: number) =>
 
 /**
  * Reads a multipart body holding exactly one part, the file named `file`, up to `maxBytes`.
- * Every way a body can be wrong is an error of ours (never a 500): not multipart (415), no file
+ * Every way a body can be wrong is an error of ours (never a 500): not multipart (400, as any wrong content type), no file
  * or an empty one, another part, a second file (422), too large (413), malformed (400), stalled
  * (408).
  */
@@ -44,7 +44,6 @@ export async function readUpload(
     throw new AppError(
       'invalid_request',
       'Content-Type must be multipart/form-data, with the file in a part named file',
-      415,
     );
   const watch = watchForStall(request, stall);
   try {

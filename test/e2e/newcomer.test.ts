@@ -77,7 +77,7 @@ describe('the service on its embedded PostgreSQL', () => {
     const exit = await second.exited;
     expect(exit.code).toBe(0);
     await expect(readFile(path.join(dataDir, 'switchboard.pid'))).rejects.toThrow();
-  });
+  }, 120_000);
 
   it('refuses a second service on a DATA_DIR in use', async () => {
     const owner = await startService({ DATA_DIR: dataDir });

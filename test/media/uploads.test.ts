@@ -157,10 +157,10 @@ describe('POST /v1/media: bodies that are wrong get clear answers, never a 500',
     expect(kept).toEqual([]);
   });
 
-  it('JSON is a 415, a body cut short or without its boundary a 400', async () => {
+  it('JSON, a body cut short or one without its boundary is a 400', async () => {
     const acc = await newAccount(t);
     const json = await acc.call({ method: 'POST', url: '/v1/media', payload: { file: 'x' } });
-    expectRefused(json, 415, 'invalid_request', /multipart\/form-data/);
+    expectRefused(json, 400, 'invalid_request', /multipart\/form-data/);
     const whole = fileUpload(ACCEPTED.pdf.bytes, 'a.pdf');
     const cut = await upload(acc, {
       ...whole,

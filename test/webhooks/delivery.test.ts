@@ -161,12 +161,12 @@ describe('events', () => {
     const all = rcv.requests.filter((r) => r.url === '/all').map(parse);
     const byEvent = new Map(all.map((e) => [e.event, e]));
     expect(all).toHaveLength(6);
-    expect(byEvent.get('contact.created')?.data).toEqual(contact.json());
+    expect(byEvent.get('contact.created')?.data).toEqual({ ...contact.json(), actor: null });
     expect(byEvent.get('message.received')?.data).toEqual(inbound.json());
     expect(byEvent.get('message.delivered')?.data).toEqual(delivered.json());
     expect(byEvent.get('message.read')?.data).toEqual(read.json());
-    expect(byEvent.get('conversation.assigned')?.data).toEqual(assigned.json());
-    expect(byEvent.get('conversation.resolved')?.data).toEqual(resolved.json());
+    expect(byEvent.get('conversation.assigned')?.data).toEqual({ ...assigned.json(), actor: null });
+    expect(byEvent.get('conversation.resolved')?.data).toEqual({ ...resolved.json(), actor: null });
     expect((byEvent.get('message.delivered')?.data as { status: string }).status).toBe('delivered');
     expect((byEvent.get('conversation.resolved')?.data as { status: string }).status).toBe(
       'resolved',
