@@ -418,6 +418,17 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     log: streamLog,
     limits: deps.eventStreams,
     presence,
+    // A stream ends (`event: end`) once its key is revoked, its plan loses API access, or its
+    // session ends.
+    credentials: async (credentials) => {
+      const ids = (kind: 'key' | 'session') =>
+        credentials.filter((c) => c.kind === kind).map((c) => c.id);
+      const [keys, sessionsEnded] = await Promise.all([
+        accounts.endedKeys(ids('key')),
+        sessions.endedSessions(ids('session')),
+      ]);
+      return new Map([...keys, ...sessionsEnded]);
+    },
   });
   const webchat = new WebchatService({
     tx,

@@ -72,6 +72,18 @@ export class AccountsRepository {
     return (await exists.executeTakeFirst()) !== undefined;
   }
 
+  /** These keys as they stand: revoked or not, and their account's plan (missing: deleted). */
+  async keyStates(ids: string[]): Promise<{ id: string; revoked: boolean; plan: Plan }[]> {
+    if (ids.length === 0) return [];
+    const rows = await this.db
+      .selectFrom('api_keys as k')
+      .innerJoin('accounts as a', 'a.id', 'k.account_id')
+      .select(['k.id', 'k.revoked_at', 'a.plan'])
+      .where('k.id', '=', sql<string>`ANY(${ids}::text[])`)
+      .execute();
+    return rows.map((r) => ({ id: r.id, revoked: r.revoked_at !== null, plan: r.plan }));
+  }
+
   /** The account's live keys, newest first (their hashes stay here). */
   async listKeys(
     accountId: string,

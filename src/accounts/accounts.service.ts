@@ -166,8 +166,24 @@ export class AccountsService {
       accountId: owner.accountId,
       role: 'admin',
       actor: null,
+      keyId: owner.keyId,
       rate: { key: owner.keyId, limit: effectiveRateLimit(owner) },
     };
+  }
+
+  /**
+   * Which of these keys no longer open the API, each with why: `revoked`, or `plan` (the
+   * account moved to a plan without API access).
+   */
+  async endedKeys(ids: string[]): Promise<Map<string, string>> {
+    const states = new Map((await this.deps.accounts.keyStates(ids)).map((k) => [k.id, k]));
+    const ended = new Map<string, string>();
+    for (const id of ids) {
+      const state = states.get(id);
+      if (!state || state.revoked) ended.set(id, 'revoked');
+      else if (state.plan === 'starter') ended.set(id, 'plan');
+    }
+    return ended;
   }
 
   /** First start on an empty store: one Growth account and its key, so the service is usable at once. */

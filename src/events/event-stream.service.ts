@@ -19,6 +19,18 @@ const MAX_PER_PROCESS = 10_000;
 const POLL_MS = 1_000;
 const EVENT_ID = /^evt_[0-9A-HJKMNP-TV-Z]{26}$/;
 
+/** What a stream was opened with: an API key (by id) or a session (by its token's hash). */
+export interface StreamCredential {
+  kind: 'key' | 'session';
+  id: string;
+}
+
+/**
+ * Which of these credentials no longer hold, each with the reason its streams end: a revoked
+ * key, a plan without API access, a session that ended.
+ */
+export type CredentialCheck = (credentials: StreamCredential[]) => Promise<Map<string, string>>;
+
 export interface EventStreamLimits {
   /** How often an idle stream gets a `: keep-alive` comment. */
   keepAliveMs?: number;
@@ -28,7 +40,13 @@ export interface EventStreamLimits {
   maxLifetimeMs?: number;
   /** How long after a failed read a stream reads again. */
   pollMs?: number;
+  /** How often the credentials of open streams are checked again. */
+  credentialCheckMs?: number;
 }
+
+/** Streams end after a day (clients reconnect with Last-Event-ID), so none outlives its credential's checks for long. */
+const MAX_LIFETIME_MS = 24 * 60 * 60 * 1000;
+const CREDENTIAL_CHECK_MS = 30_000;
 
 /** The per-account (or per-process) cap on open streams is reached. */
 export class TooManyStreams extends AppError {
@@ -44,7 +62,9 @@ export class TooManyStreams extends AppError {
  */
 export class EventStreamService {
   private readonly open = new OpenStreams<EventStream>();
+  private readonly credentialOf = new Map<EventStream, StreamCredential>();
   private ticker: NodeJS.Timeout | null = null;
+  private checker: NodeJS.Timeout | null = null;
   private readonly limits: Required<EventStreamLimits>;
 
   constructor(
@@ -55,14 +75,17 @@ export class EventStreamService {
       log: { warn(obj: object, msg: string): void };
       limits?: EventStreamLimits;
       presence?: Presence;
+      /** Checks the open streams' credentials again; without it they last their lifetime. */
+      credentials?: CredentialCheck;
     },
   ) {
     this.limits = {
       keepAliveMs: KEEP_ALIVE_MS,
       maxPerAccount: MAX_PER_ACCOUNT,
       maxPerProcess: MAX_PER_PROCESS,
-      maxLifetimeMs: 0,
+      maxLifetimeMs: MAX_LIFETIME_MS,
       pollMs: POLL_MS,
+      credentialCheckMs: CREDENTIAL_CHECK_MS,
       ...deps.limits,
     };
   }
@@ -81,6 +104,7 @@ export class EventStreamService {
   async openStream(
     scope: Scope,
     query: { types?: string; lastEventId?: string },
+    credential?: StreamCredential,
   ): Promise<Readable> {
     const { types, from } = await this.check(scope, query);
     const stream: EventStream = new EventStream({
@@ -95,10 +119,12 @@ export class EventStreamService {
       presence: this.deps.presence,
       onClosed: () => {
         this.open.remove(stream);
+        this.credentialOf.delete(stream);
         if (this.open.size === 0) this.stopTicker();
       },
     });
     this.open.add(stream, [scope.accountId]);
+    if (credential) this.credentialOf.set(stream, credential);
     this.startTicker();
     return stream.output;
   }
@@ -165,11 +191,37 @@ export class EventStreamService {
       for (const stream of this.open.streams()) stream.keepAlive();
     }, this.limits.keepAliveMs);
     this.ticker.unref();
+    if (this.deps.credentials) {
+      this.checker = setInterval(() => void this.checkCredentials(), this.limits.credentialCheckMs);
+      this.checker.unref();
+    }
   }
 
   private stopTicker(): void {
     if (this.ticker) clearInterval(this.ticker);
+    if (this.checker) clearInterval(this.checker);
     this.ticker = null;
+    this.checker = null;
+  }
+
+  /**
+   * Ends, with `event: end`, the streams whose credential no longer holds: one check for all
+   * the open streams of the process. A failed check ends nothing (the next one tries again).
+   */
+  async checkCredentials(): Promise<void> {
+    const check = this.deps.credentials;
+    if (!check || this.credentialOf.size === 0) return;
+    const unique = new Map<string, StreamCredential>();
+    for (const c of this.credentialOf.values()) unique.set(`${c.kind} ${c.id}`, c);
+    let ended: Map<string, string>;
+    try {
+      ended = await check([...unique.values()]);
+    } catch (err) {
+      this.deps.log.warn({ err }, "checking the event streams' credentials failed");
+      return;
+    }
+    for (const [stream, credential] of [...this.credentialOf])
+      if (ended.has(credential.id)) stream.endFor(ended.get(credential.id)!);
   }
 }
 

@@ -86,6 +86,14 @@ export class EventStream {
   }
 
   /**
+   * Ends the stream with `event: end` `{ reason }`: its credential is gone, and reconnecting
+   * with it would only be refused.
+   */
+  endFor(reason: string): void {
+    this.sse.end({ event: 'end', data: JSON.stringify({ reason }) });
+  }
+
+  /**
    * A presence update, with no `id:` (it is not an event a client can resume after, and is
    * never replayed). Dropped, not queued, while the client is behind: it is stale in 30 s.
    */

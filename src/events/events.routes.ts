@@ -1,10 +1,14 @@
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { errorResponses } from '../http/schemas.js';
 import { SSE_CONTENT_TYPE } from '../realtime/sse.js';
 import { STREAM_EVENT_TYPES } from './event-types.js';
-import { TooManyStreams, type EventStreamService } from './event-stream.service.js';
+import {
+  TooManyStreams,
+  type EventStreamService,
+  type StreamCredential,
+} from './event-stream.service.js';
 import { RETRY_HINT_MS } from './event-stream.js';
 
 const StreamQuery = Type.Object(
@@ -38,6 +42,13 @@ const StreamHeaders = Type.Object({
 
 /** `GET /v1/events/stream` (register under /v1). */
 export function eventsRoutes(app: FastifyInstance, streams: EventStreamService): void {
+  // The stream's credential, checked again while it is open (see EventStreamService).
+  const credentialOf = (req: FastifyRequest): StreamCredential | undefined => {
+    const p = req.principal;
+    if (p?.session) return { kind: 'session', id: p.session.tokenHash };
+    if (p?.keyId) return { kind: 'key', id: p.keyId };
+    return undefined;
+  };
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
   r.get('/events/stream', {
     schema: {
@@ -69,7 +80,7 @@ export function eventsRoutes(app: FastifyInstance, streams: EventStreamService):
         // HEAD (which Fastify routes here too) answers what a GET would, but opens nothing:
         // Fastify drains a HEAD's stream without ever ending it, and it would hold its place.
         if (req.method === 'HEAD') await streams.check(req.scope, query);
-        else output = await streams.openStream(req.scope, query);
+        else output = await streams.openStream(req.scope, query, credentialOf(req));
       } catch (err) {
         if (err instanceof TooManyStreams) reply.header('Retry-After', 5);
         throw err;

@@ -12,6 +12,8 @@ export interface Principal {
   role: 'admin' | 'agent';
   /** The signed-in user; null for an API key (which acts as an admin). */
   actor: Author | null;
+  /** Set when the credential is an API key. */
+  keyId?: string;
   /** Set when the credential is a session cookie. */
   session?: { tokenHash: string; csrfToken: string; userId: string };
   /** The rolling per-minute limit the request counts against. */

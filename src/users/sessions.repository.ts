@@ -76,6 +76,19 @@ export class SessionsRepository {
     };
   }
 
+  /** Those of these sessions that are live at `now`. */
+  async liveAmong(tokenHashes: string[], now: Date, idleSince: Date): Promise<Set<string>> {
+    if (tokenHashes.length === 0) return new Set();
+    const rows = await this.db
+      .selectFrom('sessions')
+      .select('token_hash')
+      .where('token_hash', '=', sql<string>`ANY(${tokenHashes}::text[])`)
+      .where('expires_at', '>', now)
+      .where('last_seen_at', '>', idleSince)
+      .execute();
+    return new Set(rows.map((r) => r.token_hash));
+  }
+
   async touch(tokenHash: string, now: Date): Promise<void> {
     await this.db
       .updateTable('sessions')

@@ -148,6 +148,17 @@ export class SessionsService {
     };
   }
 
+  /** Which of these sessions (by token hash) have ended: signed out, expired, or their user gone. */
+  async endedSessions(tokenHashes: string[]): Promise<Map<string, string>> {
+    const now = this.deps.clock.now();
+    const live = await this.deps.sessions.liveAmong(
+      tokenHashes,
+      now,
+      new Date(now.getTime() - SESSION_IDLE_MS),
+    );
+    return new Map(tokenHashes.filter((h) => !live.has(h)).map((h) => [h, 'session_ended']));
+  }
+
   /** The session as `GET /v1/session` shows it. */
   async describe(principal: Principal): Promise<Session> {
     const active = await this.find(principal.session!.tokenHash);
