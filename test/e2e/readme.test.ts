@@ -282,6 +282,9 @@ describe('the README, run as a newcomer runs it', () => {
         return found!.output;
       };
       expect(after(/npm start/)).toMatch(/Its API key, shown only this once:\s+sb_live_/);
+      expect(after(/app\/setup#token=/)).toMatch(
+        /^http:\/\/127\.0\.0\.1:\d+\/app\/setup#token=[\w-]{43}\s*$/,
+      );
       expect(after(/npm start/)).toMatch(
         /first admin[^\n]*:\s+http:\/\/127\.0\.0\.1:\d+\/app\/setup#token=[\w-]{43}\s/,
       );
