@@ -20,7 +20,8 @@ import {
   installErrorHandlers,
 } from './http/error-handler.js';
 import { installAuth } from './http/auth.js';
-import { installIdempotency } from './http/idempotency.js';
+import { installIdempotency, type ResponseSealer } from './http/idempotency.js';
+import { SecretBox } from './connections/secret-box.js';
 import { installInputGuard } from './http/input-guard.js';
 import { ErrorBody, NoQuery } from './http/schemas.js';
 import { validatorCompiler } from './http/validation.js';
@@ -161,7 +162,11 @@ export async function buildApp(
         rateLimiter: deps.rateLimiter,
         routeAccess: app.routeAccess,
       });
-      installIdempotency(v1, { db: deps.db, clock: deps.clock });
+      installIdempotency(v1, {
+        db: deps.db,
+        clock: deps.clock,
+        sealer: responseSealer(deps.config.secretsKey),
+      });
       sessionRoutes(v1, services.sessions, {
         secureCookie: deps.config.publicUrl.startsWith('https:'),
       });
@@ -221,4 +226,14 @@ function trustProxyOption(
   trust: Config['trustProxy'],
 ): boolean | string[] | ((address: string, hop: number) => boolean) {
   return typeof trust === 'number' ? (_address, hop) => hop < trust : trust;
+}
+
+/** Replay records of answers that hold a secret are sealed under SECRETS_KEY (none without it). */
+function responseSealer(key: Buffer | null): ResponseSealer | null {
+  if (!key) return null;
+  const box = new SecretBox(key);
+  return {
+    seal: (text) => box.seal({ body: text }).toString('base64'),
+    open: (sealed) => box.open(Buffer.from(sealed, 'base64')).body!,
+  };
 }

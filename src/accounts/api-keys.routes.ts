@@ -9,7 +9,7 @@ import { ApiKey, ApiKeySummary, CreateApiKeyBody } from './api-keys.schema.js';
 export function apiKeysRoutes(app: FastifyInstance, accounts: AccountsService): void {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
   r.post('/api-keys', {
-    config: { successStatus: 201 },
+    config: { holdsSecret: true, successStatus: 201 },
     schema: {
       tags: ['API keys'],
       operationId: 'createKey',

@@ -27,6 +27,10 @@ declare module 'fastify' {
   interface FastifyRequest {
     idempotency: IdempotentRequest | null;
   }
+  interface FastifyContextConfig {
+    /** The route's answer holds a secret: its replay record is stored sealed. */
+    holdsSecret?: boolean;
+  }
 }
 
 /** Order-independent JSON, so `{a,b}` and `{b,a}` are the same body. */
@@ -64,8 +68,30 @@ function idOf(r: IdempotentRequest) {
  * `Idempotency-Key` on every POST: the first completed response is stored (in the same
  * transaction as the effect, through the scope's before-commit hook) and replayed for 24 h.
  */
-export function installIdempotency(app: FastifyInstance, deps: { db: Db; clock: Clock }): void {
+/** Encrypts the recorded responses that hold a secret (an API key, a signing secret, an invite). */
+export interface ResponseSealer {
+  seal(text: string): string;
+  open(sealed: string): string;
+}
+
+const SEALED = 'sealed:';
+
+export function installIdempotency(
+  app: FastifyInstance,
+  deps: {
+    db: Db;
+    clock: Clock;
+    /** Null without SECRETS_KEY: a response holding a secret is then not kept for replay. */
+    sealer?: ResponseSealer | null;
+  },
+): void {
   const { db, clock } = deps;
+  const sealer = deps.sealer ?? null;
+  /** What is stored of a response: as it is, or sealed when it holds a secret. */
+  const stored = (request: FastifyRequest, body: string): string | null => {
+    if (!request.routeOptions.config.holdsSecret) return body;
+    return sealer ? SEALED + sealer.seal(body) : null;
+  };
   app.decorateRequest('idempotency', null);
 
   async function claim(
@@ -113,12 +139,21 @@ export function installIdempotency(app: FastifyInstance, deps: { db: Db; clock: 
       );
     }
     if (row.state === 'completed') {
+      if (row.response_body === null)
+        throw new AppError(
+          'idempotency_error',
+          'this Idempotency-Key was used already, and its answer held a secret that is not kept without SECRETS_KEY',
+          409,
+        );
+      const body = row.response_body.startsWith(SEALED)
+        ? sealer!.open(row.response_body.slice(SEALED.length))
+        : row.response_body;
       r.replayed = true;
       await reply
         .code(row.response_status ?? 200)
         .header('Idempotent-Replayed', 'true')
         .type('application/json; charset=utf-8')
-        .send(row.response_body ?? '');
+        .send(body);
       return 'replayed';
     }
     if (row.locked_at.getTime() > now.getTime() - STALE_LOCK_MS) {
@@ -151,7 +186,7 @@ export function installIdempotency(app: FastifyInstance, deps: { db: Db; clock: 
     trx: Tx | Db,
     r: IdempotentRequest,
     status: number,
-    body: string,
+    body: string | null,
   ): Promise<boolean> {
     const result = await trx
       .updateTable('idempotency_keys')
@@ -189,7 +224,7 @@ export function installIdempotency(app: FastifyInstance, deps: { db: Db; clock: 
       ...request.scope,
       beforeCommit: async (trx, result) => {
         if (r.committed) return;
-        if (!(await complete(trx, r, successStatus, JSON.stringify(result)))) {
+        if (!(await complete(trx, r, successStatus, stored(request, JSON.stringify(result))))) {
           // Taken over by a retry after STALE_LOCK_MS: this effect must not commit as well.
           throw new AppError(
             'idempotency_error',
@@ -228,7 +263,12 @@ export function installIdempotency(app: FastifyInstance, deps: { db: Db; clock: 
       }
       return payload;
     }
-    await complete(db, r, status, typeof payload === 'string' ? payload : JSON.stringify(payload));
+    await complete(
+      db,
+      r,
+      status,
+      stored(request, typeof payload === 'string' ? payload : JSON.stringify(payload)),
+    );
     return payload;
   };
 

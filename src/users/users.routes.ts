@@ -19,7 +19,7 @@ export function usersRoutes(app: FastifyInstance, users: UsersService): void {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
 
   r.post('/users', {
-    config: { successStatus: 201 },
+    config: { holdsSecret: true, successStatus: 201 },
     schema: {
       tags: ['Users'],
       operationId: 'createUser',
@@ -74,6 +74,7 @@ export function usersRoutes(app: FastifyInstance, users: UsersService): void {
     handler: (req) => users.deleteUser(req.scope, req.params.id),
   });
   r.post('/users/:id/invite', {
+    config: { holdsSecret: true },
     schema: {
       tags: ['Users'],
       operationId: 'inviteUser',

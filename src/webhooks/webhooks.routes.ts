@@ -18,7 +18,7 @@ export function webhooksRoutes(app: FastifyInstance, webhooks: WebhooksService):
   const tags = ['Webhooks'];
 
   r.post('/webhooks', {
-    config: { successStatus: 201 },
+    config: { holdsSecret: true, successStatus: 201 },
     schema: {
       tags,
       operationId: 'createWebhook',
