@@ -73,10 +73,11 @@ export class TemplatesRepository {
   async list(
     accountId: string,
     page: PageRequest,
+    status?: TemplateStatus,
   ): Promise<{ rows: TemplateRow[]; total: number }> {
-    return paged(this.db.selectFrom('templates').where('account_id', '=', accountId), page, (q) =>
-      q.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc'),
-    );
+    let q = this.db.selectFrom('templates').where('account_id', '=', accountId);
+    if (status) q = q.where('status', '=', status);
+    return paged(q, page, (q) => q.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc'));
   }
 
   async setStatus(

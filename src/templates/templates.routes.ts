@@ -46,7 +46,7 @@ export function templatesRoutes(app: FastifyInstance, templates: TemplatesServic
       querystring: ListTemplatesQuery,
       response: { 200: Page(Template), ...errorResponses(422) },
     },
-    handler: (req) => templates.list(req.scope, pageRequest(req.query)),
+    handler: (req) => templates.list(req.scope, pageRequest(req.query), req.query.status),
   });
   r.get('/templates/:id', {
     schema: {

@@ -44,7 +44,15 @@ export const ReviewTemplateBody = Type.Object(
 );
 export type ReviewTemplateBody = Static<typeof ReviewTemplateBody>;
 
-export const ListTemplatesQuery = Type.Object({ ...PageQuery }, { additionalProperties: false });
+export const ListTemplatesQuery = Type.Object(
+  {
+    ...PageQuery,
+    status: Type.Optional(
+      Type.Enum(TEMPLATE_STATUSES, { description: 'Only templates in this status.' }),
+    ),
+  },
+  { additionalProperties: false },
+);
 
 export const SyncTemplatesResult = Type.Object(
   {

@@ -102,8 +102,12 @@ export class TemplatesService {
     return toTemplate(row);
   }
 
-  async list(scope: Scope, page: PageRequest): Promise<PageResult<Template>> {
-    const { rows, total } = await this.deps.templates.list(scope.accountId, page);
+  async list(
+    scope: Scope,
+    page: PageRequest,
+    status?: TemplateStatus,
+  ): Promise<PageResult<Template>> {
+    const { rows, total } = await this.deps.templates.list(scope.accountId, page, status);
     return { data: rows.map(toTemplate), total, page: page.page };
   }
 

@@ -146,6 +146,25 @@ describe('list, get and delete', () => {
     expect((await other.call({ method: 'GET', url: '/v1/templates' })).json().total).toBe(0);
   });
 
+  it('status= narrows the list to one status (the inbox lists the approved ones)', async () => {
+    const acc = await newAccount(t);
+    const approved = await createTemplate(acc, 'Hi {{1}}', 'approved');
+    await createTemplate(acc, 'Nope', 'rejected');
+    await createTemplate(acc, 'Waiting', null);
+    const list = await acc.call({ method: 'GET', url: '/v1/templates?status=approved' });
+    expectStatus(list, 200);
+    expect(list.json().data.map((x: { id: string }) => x.id)).toEqual([approved.id]);
+    expect(list.json().total).toBe(1);
+    expect(
+      (await acc.call({ method: 'GET', url: '/v1/templates?status=pending' })).json().total,
+    ).toBe(1);
+    expectError(
+      await acc.call({ method: 'GET', url: '/v1/templates?status=maybe' }),
+      422,
+      'status',
+    );
+  });
+
   it('delete answers { success: true }, then the template is gone and its name free again', async () => {
     const acc = await newAccount(t);
     const tpl = (await create(acc, { name: 'seasonal', body: 'Old text' })).json();

@@ -3343,6 +3343,8 @@ export interface operations {
                 page?: number;
                 /** @description Page size, at most 100. */
                 limit?: number;
+                /** @description Only templates in this status. */
+                status?: "pending" | "approved" | "rejected";
             };
             header?: never;
             path?: never;
@@ -7103,15 +7105,6 @@ export interface operations {
             };
             /** @description The error envelope every failure answers with. */
             413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description The error envelope every failure answers with. */
-            415: {
                 headers: {
                     [name: string]: unknown;
                 };
