@@ -7,6 +7,8 @@ import type { Message } from '../messages/messages.schema.js';
 export interface EventPayloads {
   'contact.created': Contact;
   'message.received': Message;
+  /** Beyond SPEC.md: an outbound message stored (queued), whoever sent it. */
+  'message.created': Message;
   'message.delivered': Message;
   'message.read': Message;
   /** Beyond SPEC.md: the provider refused the message for good, or reported it undeliverable. */
@@ -26,6 +28,7 @@ export type EventType = keyof EventPayloads;
 
 export const EVENT_TYPES = [
   'message.received',
+  'message.created',
   'message.delivered',
   'message.read',
   'message.failed',
