@@ -1,11 +1,13 @@
 import type { Broadcast } from '../broadcasts/broadcasts.schema.js';
 import type { Contact } from '../contacts/contacts.schema.js';
-import type { Conversation } from '../conversations/conversations.schema.js';
+import type { Conversation, Note } from '../conversations/conversations.schema.js';
 import type { Message } from '../messages/messages.schema.js';
 
 /** Event name → the shape of its `data` (the resource as the API returns it). */
 export interface EventPayloads {
   'contact.created': Contact;
+  /** Beyond SPEC.md: a note written in a conversation (for the team only). */
+  'note.created': Note;
   'message.received': Message;
   /** Beyond SPEC.md: an outbound message stored (queued), whoever sent it. */
   'message.created': Message;
@@ -38,6 +40,7 @@ export const EVENT_TYPES = [
   'conversation.unassigned',
   'conversation.read',
   'contact.created',
+  'note.created',
   'broadcast.completed',
 ] as const satisfies readonly EventType[];
 
