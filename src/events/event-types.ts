@@ -6,6 +6,8 @@ import type { Message } from '../messages/messages.schema.js';
 /** Event name → the shape of its `data` (the resource as the API returns it). */
 export interface EventPayloads {
   'contact.created': Contact;
+  /** Beyond SPEC.md: a contact changed (edited, its stage set, merged into, named by a provider). */
+  'contact.updated': Contact;
   /** Beyond SPEC.md: a note written in a conversation (for the team only). */
   'note.created': Note;
   'message.received': Message;
@@ -40,6 +42,7 @@ export const EVENT_TYPES = [
   'conversation.unassigned',
   'conversation.read',
   'contact.created',
+  'contact.updated',
   'note.created',
   'broadcast.completed',
 ] as const satisfies readonly EventType[];
