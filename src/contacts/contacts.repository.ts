@@ -79,7 +79,12 @@ export class ContactsRepository {
       .executeTakeFirst();
   }
 
-  async update(
+  /**
+   * Applies the changes if any of them changes the contact (`updated_at` aside), answering it
+   * as changed; undefined when it is gone or would stay as it is (then it is not written, and
+   * keeps its `updated_at`).
+   */
+  async updateIfChanged(
     trx: Tx,
     accountId: string,
     id: string,
@@ -92,11 +97,17 @@ export class ContactsRepository {
         ContactsTable['custom_fields']
       >`(custom_fields || ${JSON.stringify(setFields ?? {})}::jsonb) - ${removeFields ?? []}::text[]`;
     }
+    const changed = Object.entries(set)
+      .filter(([column]) => column !== 'updated_at')
+      .map(([column, value]) => sql`${sql.ref(column)} IS DISTINCT FROM ${value}`);
     return trx
       .updateTable('contacts')
       .set(set)
       .where('account_id', '=', accountId)
       .where('id', '=', id)
+      .where(
+        changed.length > 0 ? sql<boolean>`(${sql.join(changed, sql` OR `)})` : sql<boolean>`false`,
+      )
       .returning(CONTACT_COLUMNS)
       .returning(IDENTITIES)
       .executeTakeFirst();
@@ -261,22 +272,23 @@ export class ContactsRepository {
     return new Map(rows.map((r) => [r.id, { phone: r.phone, identity: r.external_id ?? null }]));
   }
 
-  /** Sets the name of a contact that has none; false when it has one or is gone. */
+  /** Sets the name of a contact that has none: the contact named, or undefined when it has one or is gone. */
   async nameIfUnnamed(
     trx: Tx,
     accountId: string,
     id: string,
     name: string,
     now: Date,
-  ): Promise<boolean> {
-    const result = await trx
+  ): Promise<ContactRecord | undefined> {
+    return trx
       .updateTable('contacts')
       .set({ name, updated_at: now })
       .where('account_id', '=', accountId)
       .where('id', '=', id)
       .where('name', 'is', null)
+      .returning(CONTACT_COLUMNS)
+      .returning(IDENTITIES)
       .executeTakeFirst();
-    return result.numUpdatedRows > 0n;
   }
 
   async addTags(trx: Tx, accountId: string, tags: string[], now: Date): Promise<void> {

@@ -201,8 +201,9 @@ export class ContactsService {
 
   /**
    * The contact known on `channel` by `from` becomes the one known by `to`, conversations and
-   * all (an anonymous webchat visitor who identifies for the first time). Answers that contact,
-   * or null when no contact holds `from` or one holds `to` already: then nothing changed.
+   * all (an anonymous webchat visitor who identifies for the first time), with its
+   * `contact.updated`. Answers that contact, or null when no contact holds `from` or one holds
+   * `to` already: then nothing changed.
    */
   async renameIdentity(
     scope: Scope,
@@ -222,6 +223,9 @@ export class ContactsService {
           from,
           to,
         );
+        if (contactId === undefined) return;
+        const row = await this.deps.contacts.lockById(trx, scope.accountId, contactId);
+        if (row) await this.updated(trx, scope, toContact(row));
       });
     } catch (err) {
       // `to` was taken by a concurrent first message or identify: nothing changed.
@@ -250,23 +254,28 @@ export class ContactsService {
 
   /**
    * Names a contact that has no name yet (a provider's profile name, learnt after the contact
-   * was created); a contact already named, or gone, is left as it is. True when named.
+   * was created), with its `contact.updated` (no actor: the service learnt it); a contact
+   * already named, or gone, is left as it is. True when named.
    */
   async nameIfUnnamed(scope: Scope, id: string, name: string): Promise<boolean> {
     const trimmed = name.trim().slice(0, 200);
     if (trimmed === '') return false;
     return changing(this.deps.cache, scope.accountId, [id], () =>
-      this.deps.tx.run(scope, async (trx) => {
-        const named = await this.deps.contacts.nameIfUnnamed(
-          trx,
-          scope.accountId,
-          id,
-          trimmed,
-          this.deps.clock.now(),
-        );
-        return named;
-      }),
+      this.deps.tx.run(scope, (trx) => this.name(trx, scope.accountId, id, trimmed)),
     );
+  }
+
+  /** See `nameIfUnnamed`: in the caller's transaction. */
+  private async name(trx: Tx, accountId: string, id: string, name: string): Promise<boolean> {
+    const named = await this.deps.contacts.nameIfUnnamed(
+      trx,
+      accountId,
+      id,
+      name,
+      this.deps.clock.now(),
+    );
+    if (named) await this.deps.outbox.record(trx, accountId, 'contact.updated', toContact(named));
+    return named !== undefined;
   }
 
   /**
@@ -295,14 +304,7 @@ export class ContactsService {
         if (!contact) return 'unknown';
         if (trimmed === '') return 'unchanged';
         held.id = contact.id;
-        const changed = await this.deps.contacts.nameIfUnnamed(
-          trx,
-          scope.accountId,
-          contact.id,
-          trimmed,
-          this.deps.clock.now(),
-        );
-        return changed ? 'named' : 'unchanged';
+        return (await this.name(trx, scope.accountId, contact.id, trimmed)) ? 'named' : 'unchanged';
       });
     } finally {
       if (held.id !== undefined) this.deps.cache.invalidate(`${scope.accountId} ${held.id}`);
@@ -342,16 +344,16 @@ export class ContactsService {
       this.deps.tx.run(scope, async (trx) => {
         let row: ContactRow | undefined;
         try {
-          row = await this.deps.contacts.update(trx, scope.accountId, id, changes);
+          row = await this.deps.contacts.updateIfChanged(trx, scope.accountId, id, changes);
         } catch (err) {
           if (isUniqueViolation(err, 'contacts_phone')) {
             throw new Conflict(`another contact already has phone ${changes.phone}`);
           }
           throw err;
         }
-        if (!row) throw new NotFound('contact', id);
+        if (!row) return this.unchanged(trx, scope.accountId, id);
         if (changes.tags) await this.deps.contacts.addTags(trx, scope.accountId, changes.tags, now);
-        return toContact(row);
+        return this.updated(trx, scope, toContact(row));
       }),
     );
   }
@@ -359,14 +361,27 @@ export class ContactsService {
   async setLifecycle(scope: Scope, id: string, stage: string | null): Promise<Contact> {
     return changing(this.deps.cache, scope.accountId, id, () =>
       this.deps.tx.run(scope, async (trx) => {
-        const row = await this.deps.contacts.update(trx, scope.accountId, id, {
+        const row = await this.deps.contacts.updateIfChanged(trx, scope.accountId, id, {
           lifecycle_stage: stage,
           updated_at: this.deps.clock.now(),
         });
-        if (!row) throw new NotFound('contact', id);
-        return toContact(row);
+        if (!row) return this.unchanged(trx, scope.accountId, id);
+        return this.updated(trx, scope, toContact(row));
       }),
     );
+  }
+
+  /** A contact a change left as it was: answered as it stands, with no event; gone, a 404. */
+  private async unchanged(trx: Tx, accountId: string, id: string): Promise<Contact> {
+    const row = await this.deps.contacts.lockById(trx, accountId, id);
+    if (!row) throw new NotFound('contact', id);
+    return toContact(row);
+  }
+
+  /** `contact.updated` for a contact changed, in the change's transaction (with its actor). */
+  private async updated(trx: Tx, scope: Scope, contact: Contact): Promise<Contact> {
+    await this.deps.outbox.record(trx, scope.accountId, 'contact.updated', contact, scope.actor);
+    return contact;
   }
 
   /** Folds `otherId` into contact `id`: see ContactMerge.merge. */

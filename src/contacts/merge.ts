@@ -4,6 +4,7 @@ import type { Tx } from '../db/database.js';
 import type { IdentityChannel } from '../db/schema.js';
 import type { Scope, Transactor } from '../db/transactor.js';
 import { Conflict, NotFound, ValidationError } from '../errors.js';
+import type { Outbox } from '../events/outbox.js';
 import { changing, MAX_TAGS, toContact } from './contact.js';
 import type { ContactRecord, StoredIdentity } from './contact-columns.js';
 import type { ContactsRepository } from './contacts.repository.js';
@@ -22,6 +23,7 @@ export class ContactMerge {
       contacts: ContactsRepository;
       identities: ContactIdentitiesRepository;
       merges: ContactMergeRepository;
+      outbox: Outbox;
       clock: Clock;
       /** The contacts cached as presented (see ContactsService); both contacts' copies go. */
       cache: ReadCache<Contact>;
@@ -35,8 +37,8 @@ export class ContactMerge {
    * missing phone, name or email is taken from it, and it is deleted. Refused with 409 when both
    * have an identity on one channel (two phones, two PSIDs). When both merely have a conversation
    * on one channel (possible without identities through the sandbox), the other's is folded into
-   * this one's: a contact has one conversation per channel. Emits no event: the API has no event
-   * for a contact changed or deleted.
+   * this one's: a contact has one conversation per channel. Emits `contact.updated` for the
+   * contact merged into (the other one's deletion has no event).
    */
   async merge(scope: Scope, id: string, otherId: string): Promise<Contact> {
     if (otherId === id)
@@ -48,7 +50,7 @@ export class ContactMerge {
         if (!into) throw new NotFound('contact', id);
         const other = locked.get(otherId);
         if (!other) throw new NotFound('contact', otherId);
-        return this.mergeLocked(trx, scope.accountId, into, other);
+        return this.mergeLocked(trx, scope, into, other);
       }),
     );
   }
@@ -97,7 +99,7 @@ export class ContactMerge {
               to.id,
               this.deps.clock.now(),
             );
-          await this.mergeLocked(trx, accountId, into, {
+          await this.mergeLocked(trx, scope, into, {
             ...other,
             identities: other.identities.filter((i) => !anonymous(i)),
           });
@@ -110,13 +112,14 @@ export class ContactMerge {
     }
   }
 
-  /** `merge` with both contacts locked (see there). */
+  /** `merge` with both contacts locked (see there), with its `contact.updated`. */
   private async mergeLocked(
     trx: Tx,
-    accountId: string,
+    scope: Scope,
     into: ContactRecord,
     other: ContactRecord,
   ): Promise<Contact> {
+    const { accountId } = scope;
     const [id, otherId] = [into.id, other.id];
     if (into.phone !== null && other.phone !== null) {
       throw new Conflict(
@@ -163,6 +166,8 @@ export class ContactMerge {
       custom_fields: { ...other.custom_fields, ...into.custom_fields },
       updated_at: now,
     });
-    return toContact(merged);
+    const contact = toContact(merged);
+    await this.deps.outbox.record(trx, accountId, 'contact.updated', contact, scope.actor);
+    return contact;
   }
 }

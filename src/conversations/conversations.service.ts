@@ -332,7 +332,10 @@ export class ConversationsService {
     });
   }
 
-  /** Notes are for the team only: never sent, never among the messages. */
+  /**
+   * Notes are for the team only: never sent, never among the messages. Its `note.created` is
+   * written in the note's transaction.
+   */
   async addNote(scope: Scope, conversationId: string, content: string): Promise<Note> {
     return this.deps.tx.run(scope, async (trx) => {
       if (!(await this.deps.conversations.find(scope.accountId, conversationId, trx)))
@@ -346,7 +349,9 @@ export class ConversationsService {
         created_at: this.deps.clock.now(),
       };
       await this.deps.conversations.insertNote(trx, row);
-      return toNote(row);
+      const note = toNote(row);
+      await this.deps.outbox.record(trx, scope.accountId, 'note.created', note, scope.actor);
+      return note;
     });
   }
 

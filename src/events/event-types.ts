@@ -1,12 +1,18 @@
 import type { Broadcast } from '../broadcasts/broadcasts.schema.js';
 import type { Contact } from '../contacts/contacts.schema.js';
-import type { Conversation } from '../conversations/conversations.schema.js';
+import type { Conversation, Note } from '../conversations/conversations.schema.js';
 import type { Message } from '../messages/messages.schema.js';
 
 /** Event name → the shape of its `data` (the resource as the API returns it). */
 export interface EventPayloads {
   'contact.created': Contact;
+  /** Beyond SPEC.md: a contact changed (edited, its stage set, merged into, named by a provider). */
+  'contact.updated': Contact;
+  /** Beyond SPEC.md: a note written in a conversation (for the team only). */
+  'note.created': Note;
   'message.received': Message;
+  /** Beyond SPEC.md: an outbound message stored (queued), whoever sent it. */
+  'message.created': Message;
   'message.delivered': Message;
   'message.read': Message;
   /** Beyond SPEC.md: the provider refused the message for good, or reported it undeliverable. */
@@ -26,6 +32,7 @@ export type EventType = keyof EventPayloads;
 
 export const EVENT_TYPES = [
   'message.received',
+  'message.created',
   'message.delivered',
   'message.read',
   'message.failed',
@@ -35,6 +42,8 @@ export const EVENT_TYPES = [
   'conversation.unassigned',
   'conversation.read',
   'contact.created',
+  'contact.updated',
+  'note.created',
   'broadcast.completed',
 ] as const satisfies readonly EventType[];
 

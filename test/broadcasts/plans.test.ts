@@ -172,6 +172,14 @@ describe('fan-out statement plans on a table without statistics', () => {
       INSERT INTO conversations (account_id, id, contact_id, channel, status, created_at, updated_at)
       SELECT 'acc_plan', 'conv_q' || i, 'con_' || lpad(i::text, 8, '0'), 'webchat', 'open', now(), now()
       FROM generate_series(1, 20000, 2) AS i`.execute(db);
+    // Webhooks of many accounts (never analyzed), a few of this one subscribed to
+    // message.created: each message's event finds its account's by key.
+    await sql`
+      INSERT INTO webhooks (account_id, id, url, events, secret, status, created_at, updated_at)
+      SELECT CASE WHEN i <= 3 THEN 'acc_plan' ELSE 'acc_hook' || i END, 'wh_' || i,
+             'https://example.com/hook', '{message.created,contact.created}', 'secret', 'active',
+             now(), now()
+      FROM generate_series(1, 20000) AS i`.execute(db);
     await sql`ANALYZE contacts`.execute(db);
     await sql`ANALYZE conversations`.execute(db);
     statements.length = 0;
@@ -215,6 +223,10 @@ describe('fan-out statement plans on a table without statistics', () => {
     expect(plan).toContain('Index Scan using contacts_pkey on contacts');
     expect(plan).toContain('Index Scan using conversations_contact_channel on conversations');
     expect(plan).toContain('Index Scan using conversations_pkey on conversations');
+    // The message.created events' webhooks: by the account's key, once per account.
+    expect(plan).toMatch(/Index Scan (using|on) webhooks_pkey/);
+    expect(plan).toMatch(/Index Cond: \(account_id = event\.account_id\)/);
+    expect(plan).not.toContain('Seq Scan on webhooks');
     expect(plan).not.toMatch(
       /(Seq|Bitmap Heap) Scan on (contacts|conversations|contact_identities)/,
     );

@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newAccount, type TestAccount, type TestApp } from '../helpers.js';
 import {
@@ -503,6 +504,39 @@ describe('sending', () => {
       .where('type', '=', 'broadcast.completed')
       .execute();
     expect(types).toHaveLength(1);
+  });
+});
+
+describe('message.created', () => {
+  it("each message a batch queues has one, without actor, equal to the message as the API shows it when stored, in the batch's transaction", async () => {
+    const acc = await newAccount(t);
+    for (let i = 0; i < 3; i++) await createContact(acc, { tags: ['vip'] });
+    const b = await createBroadcast(acc, { audience: { tags: ['vip'] } });
+    await drain();
+    expect((await getBroadcast(acc, b.id)).stats.sent).toBe(3);
+
+    const { rows: events } = await sql<{ data: string; xmin: string }>`
+      SELECT data::text AS data, xmin::text AS xmin FROM events
+      WHERE account_id = ${acc.accountId} AND type = 'message.created' ORDER BY seq`.execute(t.db);
+    const messages = await messagesOf(t.db, acc.accountId, b.id);
+    expect(events).toHaveLength(3);
+    for (const m of messages) {
+      const conversation = await acc.call({
+        method: 'GET',
+        url: `/v1/conversations/${m.conversation_id}`,
+      });
+      expectStatus(conversation, 200);
+      const shown = (conversation.json().messages as { id: string }[]).find((x) => x.id === m.id);
+      // Stored queued; the provider has answered since.
+      const stored = JSON.stringify({ ...shown, status: 'queued' });
+      const event = events.find((e) => (JSON.parse(e.data) as { id: string }).id === m.id);
+      expect(JSON.stringify(JSON.parse(event!.data))).toBe(stored);
+      const { rows } = await sql<{ x: string }>`
+        SELECT xmin::text AS x FROM broadcast_recipients
+        WHERE account_id = ${acc.accountId} AND broadcast_id = ${b.id}
+          AND contact_id = ${m.contact_id}`.execute(t.db);
+      expect(event!.xmin).toBe(rows[0]!.x);
+    }
   });
 });
 

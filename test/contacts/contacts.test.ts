@@ -8,6 +8,7 @@ import {
   type TestAccount,
   type TestApp,
 } from '../helpers.js';
+import { signedInUser } from '../users/session-helpers.js';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -787,7 +788,7 @@ describe('contact.created event', () => {
     expect((events[0]!.data as { id: string }).id).toBe(c.id);
   });
 
-  it('is not written by updates, lifecycle changes or deletes', async () => {
+  it('is not written by updates, lifecycle changes or deletes (they have their own, or none)', async () => {
     const acc = await newAccount(t);
     const c = await createOk(acc);
     await acc.call({ method: 'PUT', url: `/v1/contacts/${c.id}`, payload: { name: 'x' } });
@@ -798,5 +799,99 @@ describe('contact.created event', () => {
     });
     await acc.call({ method: 'DELETE', url: `/v1/contacts/${c.id}` });
     expect(await contactEvents(acc.accountId)).toHaveLength(1);
+  });
+});
+
+describe('contact.updated', () => {
+  async function updatedEvents(accountId: string) {
+    const { rows } = await sql<{ data: unknown; xmin: string }>`
+      SELECT data, xmin::text AS xmin FROM events
+      WHERE account_id = ${accountId} AND type = 'contact.updated' ORDER BY seq`.execute(t.db);
+    return rows;
+  }
+  const put = (acc: TestAccount, id: string, payload: Record<string, unknown>) =>
+    acc.call({ method: 'PUT', url: `/v1/contacts/${id}`, payload });
+  const stage = (acc: TestAccount, id: string, lifecycle_stage: string | null) =>
+    acc.call({ method: 'POST', url: `/v1/contacts/${id}/lifecycle`, payload: { lifecycle_stage } });
+
+  it('PUT and lifecycle write it with the contact as GET answers it then, actor null for an API key, in the transaction of the change', async () => {
+    const acc = await newAccount(t);
+    const c = await createOk(acc, { tags: ['a'] });
+    const edited = await put(acc, c.id, { name: 'Ada', tags: ['b'], custom_fields: { x: 1 } });
+    expect(edited.statusCode, edited.body).toBe(200);
+    const got = await acc.call({ method: 'GET', url: `/v1/contacts/${c.id}` });
+    expect(got.json()).toEqual(edited.json());
+    const staged = await stage(acc, c.id, 'customer');
+    expect(staged.statusCode, staged.body).toBe(200);
+
+    const events = await updatedEvents(acc.accountId);
+    expect(events.map((e) => e.data)).toEqual([
+      { ...got.json(), actor: null },
+      { ...staged.json(), actor: null },
+    ]);
+    const { rows } = await sql<{ x: string }>`
+      SELECT xmin::text AS x FROM contacts
+      WHERE account_id = ${acc.accountId} AND id = ${c.id}`.execute(t.db);
+    expect(events[1]!.xmin).toBe(rows[0]!.x);
+  });
+
+  it('is not written when nothing changed, nor for a change refused; a PUT that changes nothing keeps updated_at', async () => {
+    const acc = await newAccount(t);
+    const other = await createOk(acc);
+    const c = await createOk(acc, { name: 'Ada', tags: ['a', 'b'], custom_fields: { x: 1 } });
+    t.clock.advance(1000);
+    for (const payload of [
+      {},
+      { name: 'Ada' },
+      { phone: c.phone, tags: [' a', 'b ', 'a'] },
+      { custom_fields: { x: 1, gone: null } },
+    ]) {
+      const res = await put(acc, c.id, payload);
+      expect(res.statusCode, res.body).toBe(200);
+      expect(res.json()).toEqual(c);
+    }
+    expect((await stage(acc, c.id, null)).json()).toEqual(c);
+    expect((await put(acc, c.id, { phone: other.phone })).statusCode).toBe(409);
+    expect((await put(acc, 'con_missing', { name: 'x' })).statusCode).toBe(404);
+    expect((await stage(acc, 'con_missing', 'lead')).statusCode).toBe(404);
+    expect(await updatedEvents(acc.accountId)).toEqual([]);
+
+    // Tags reordered are a change (the order is kept).
+    const reordered = await put(acc, c.id, { tags: ['b', 'a'] });
+    expect(reordered.json().updated_at).not.toBe(c.updated_at);
+    expect(await updatedEvents(acc.accountId)).toHaveLength(1);
+  });
+
+  it('through a session, the data carries the user as actor', async () => {
+    const acc = await newAccount(t);
+    const c = await createOk(acc);
+    const user = await signedInUser(t, acc, { name: 'Sam' });
+    const res = await user.call({
+      method: 'PUT',
+      url: `/v1/contacts/${c.id}`,
+      payload: { email: 'sam@example.com' },
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    expect((await updatedEvents(acc.accountId)).map((e) => e.data)).toEqual([
+      { ...res.json(), actor: { type: 'user', id: user.userId, name: 'Sam' } },
+    ]);
+  });
+
+  it("is delivered to the account's webhooks subscribed to it", async () => {
+    const acc = await newAccount(t);
+    const hook = await acc.call({
+      method: 'POST',
+      url: '/v1/webhooks',
+      payload: { url: 'https://127.0.0.1:9/hook', events: ['contact.updated'] },
+    });
+    expect(hook.statusCode, hook.body).toBe(201);
+    const c = await createOk(acc);
+    expect((await stage(acc, c.id, 'lead')).statusCode).toBe(200);
+    const deliveries = await t.db
+      .selectFrom('webhook_deliveries')
+      .select(['webhook_id', 'event_type'])
+      .where('account_id', '=', acc.accountId)
+      .execute();
+    expect(deliveries).toEqual([{ webhook_id: hook.json().id, event_type: 'contact.updated' }]);
   });
 });

@@ -231,6 +231,10 @@ describe('contacts met by an identity', () => {
     expect(await t.services.contacts.nameIfUnnamed(scope, contactId, 'Someone Else')).toBe(false);
     expect((await getContact(acc, contactId)).name).toBe('Ada Lovelace');
     expect(await t.services.contacts.nameIfUnnamed(scope, 'con_nope', 'X')).toBe(false);
+    // The naming, and only it, wrote contact.updated: the contact as GET shows it, no actor.
+    expect(await eventsOf(t.db, acc.accountId, 'contact.updated')).toEqual([
+      { type: 'contact.updated', data: await getContact(acc, contactId) },
+    ]);
   });
 
   it('findByIdentity tells a known sender from a new one, within the account and channel', async () => {

@@ -174,8 +174,11 @@ describe('POST /v1/contacts/{id}/merge', () => {
     expectStatus(conversation, 200);
     expect(conversation.json().contact_id).toBe(into.id);
     expect(conversation.json().messages.map((m: { id: string }) => m.id)).toContain(second.id);
-    // The merge emits no event (there is no event for a contact changed or deleted).
-    expect(await eventsOf(t.db, acc.accountId)).toHaveLength(eventsBefore);
+    // One event: contact.updated, the merged contact as answered (an API key's: actor null).
+    const after = await eventsOf(t.db, acc.accountId);
+    expect(after.slice(eventsBefore)).toEqual([
+      { type: 'contact.updated', data: { ...merged, actor: null } },
+    ]);
   });
 
   it('a missing phone, name or email is taken from the other contact; present ones are kept', async () => {

@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newAccount, startTestApp, type TestAccount, type TestApp } from '../helpers.js';
 import {
@@ -10,6 +11,7 @@ import {
   receive,
   sendText,
 } from '../inbox-helpers.js';
+import { signedInUser } from '../users/session-helpers.js';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -421,7 +423,7 @@ describe('GET /v1/conversations/counts', () => {
 });
 
 describe('notes', () => {
-  it('POST answers 201 with a note_ id; GET lists notes oldest first; notes are not messages and emit no event', async () => {
+  it('POST answers 201 with a note_ id; GET lists notes oldest first; notes are not messages', async () => {
     const acc = await newAccount(t);
     const { id } = await conversation(acc);
     const eventsBefore = await eventsOf(t.db, acc.accountId);
@@ -453,7 +455,65 @@ describe('notes', () => {
 
     const conv = await acc.call({ method: 'GET', url: `/v1/conversations/${id}` });
     expect(conv.json().messages.map((m: { content: string }) => m.content)).toEqual(['hello']);
-    expect(await eventsOf(t.db, acc.accountId)).toEqual(eventsBefore);
+    // Each note has its note.created, the note as answered (an API key's: actor null).
+    expect(await eventsOf(t.db, acc.accountId)).toEqual([
+      ...eventsBefore,
+      { type: 'note.created', data: { ...a.json(), actor: null } },
+      { type: 'note.created', data: { ...b.json(), actor: null } },
+    ]);
+  });
+
+  it('note.created is written in the transaction of the note; through a session it carries the user', async () => {
+    const acc = await newAccount(t);
+    const { id } = await conversation(acc);
+    const user = await signedInUser(t, acc, { name: 'Noa' });
+    const hook = await acc.call({
+      method: 'POST',
+      url: '/v1/webhooks',
+      payload: { url: 'https://127.0.0.1:9/hook', events: ['note.created'] },
+    });
+    expectStatus(hook, 201);
+    const res = await user.call({
+      method: 'POST',
+      url: `/v1/conversations/${id}/notes`,
+      payload: { content: 'called back' },
+    });
+    expectStatus(res, 201);
+    const actor = { type: 'user', id: user.userId, name: 'Noa' };
+    expect(res.json().author).toEqual(actor);
+    expect(await eventsOf(t.db, acc.accountId, 'note.created')).toEqual([
+      { type: 'note.created', data: { ...res.json(), actor } },
+    ]);
+    // Rows written by one transaction carry its id as xmin.
+    const { rows } = await sql<{ table: string; x: string }>`
+      SELECT 'notes' AS table, xmin::text AS x FROM notes
+      WHERE account_id = ${acc.accountId} AND id = ${res.json().id}
+      UNION ALL
+      SELECT 'events', xmin::text FROM events
+      WHERE account_id = ${acc.accountId} AND type = 'note.created'`.execute(t.db);
+    expect(rows).toHaveLength(2);
+    expect(rows[0]!.x).toBe(rows[1]!.x);
+    // And its delivery to the webhook subscribed to it.
+    const deliveries = await t.db
+      .selectFrom('webhook_deliveries')
+      .select(['webhook_id', 'event_type'])
+      .where('account_id', '=', acc.accountId)
+      .execute();
+    expect(deliveries).toEqual([{ webhook_id: hook.json().id, event_type: 'note.created' }]);
+  });
+
+  it('a note refused (unknown conversation, empty content) writes no note.created', async () => {
+    const acc = await newAccount(t);
+    const note = (conversationId: string, content: string) =>
+      acc.call({
+        method: 'POST',
+        url: `/v1/conversations/${conversationId}/notes`,
+        payload: { content },
+      });
+    expectStatus(await note('conv_missing', 'x'), 404);
+    const { id } = await conversation(acc);
+    expectStatus(await note(id, ''), 422);
+    expect(await eventsOf(t.db, acc.accountId, 'note.created')).toEqual([]);
   });
 
   it('notes of an unknown conversation are a 404; empty content is a 422', async () => {

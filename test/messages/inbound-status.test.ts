@@ -261,9 +261,10 @@ describe('POST /v1/sandbox/messages/{id}/status', () => {
     expect(res.json().status).toBe('sent');
     return res.json().id as string;
   }
+  /** The message's status events (its message.created, written when it was sent, aside). */
   async function eventsFor(id: string) {
     return (await eventsOf(t.db, acc.accountId)).filter(
-      (e) => (e.data as { id?: string }).id === id,
+      (e) => (e.data as { id?: string }).id === id && e.type !== 'message.created',
     );
   }
 
@@ -452,6 +453,7 @@ describe('sandbox auto-advance (delivered after 1000 ms, read after 3000 ms)', (
     expect(await messageOf(acc, id)).toEqual({ status: 'delivered', failure_reason: null });
     expect((await eventsOf(a.db, acc.accountId)).map((e) => e.type)).toEqual([
       'contact.created',
+      'message.created',
       'message.delivered',
     ]);
     expect((await jobsOf(acc)).map((j) => (j.payload as { status: string }).status)).toEqual([
@@ -468,10 +470,11 @@ describe('sandbox auto-advance (delivered after 1000 ms, read after 3000 ms)', (
     const events = await eventsOf(a.db, acc.accountId);
     expect(events.map((e) => e.type)).toEqual([
       'contact.created',
+      'message.created',
       'message.delivered',
       'message.read',
     ]);
-    expect(events[2]!.data).toMatchObject({ id, status: 'read' });
+    expect(events[3]!.data).toMatchObject({ id, status: 'read' });
     expect(await jobsOf(acc)).toEqual([]);
   });
 
@@ -494,10 +497,11 @@ describe('sandbox auto-advance (delivered after 1000 ms, read after 3000 ms)', (
     const events = await eventsOf(a.db, acc.accountId);
     expect(events.map((e) => e.type)).toEqual([
       'contact.created',
+      'message.created',
       'message.delivered',
       'message.read',
     ]);
-    expect(events[1]!.data).toMatchObject({ id, status: 'delivered' });
+    expect(events[2]!.data).toMatchObject({ id, status: 'delivered' });
     // The stalled worker's lease ends; its late delivered report changes nothing.
     a.clock.advance(3_600_000);
     await runner.drain();
@@ -530,10 +534,14 @@ describe('sandbox auto-advance (delivered after 1000 ms, read after 3000 ms)', (
     const events = (await eventsOf(a.db, acc.accountId)).filter((e) =>
       e.type.startsWith('message.'),
     );
-    expect(events).toHaveLength(24);
+    expect(events).toHaveLength(36);
     for (const id of ids) {
       const own = events.filter((e) => (e.data as { id: string }).id === id);
-      expect(own.map((e) => e.type)).toEqual(['message.delivered', 'message.read']);
+      expect(own.map((e) => e.type)).toEqual([
+        'message.created',
+        'message.delivered',
+        'message.read',
+      ]);
     }
     expect(await jobsOf(acc)).toEqual([]);
   });
@@ -580,6 +588,7 @@ describe('sandbox auto-advance (delivered after 1000 ms, read after 3000 ms)', (
     expect(await messageOf(acc, id)).toEqual(failed);
     expect((await eventsOf(a.db, acc.accountId)).map((e) => e.type)).toEqual([
       'contact.created',
+      'message.created',
       'message.failed',
     ]);
     expect(await jobsOf(acc)).toEqual([]);
@@ -635,6 +644,7 @@ describe('sandbox auto-advance (delivered after 1000 ms, read after 3000 ms)', (
     expect((await messageOf(acc, id)).status).toBe('read');
     expect((await eventsOf(a.db, acc.accountId)).map((e) => e.type)).toEqual([
       'contact.created',
+      'message.created',
       'message.read',
     ]);
     expect(await jobsOf(acc)).toEqual([]);

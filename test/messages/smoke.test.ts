@@ -68,6 +68,7 @@ it('inbound, reply, status, assign, resolve', async () => {
   expect(events.map((e) => e.type)).toEqual([
     'contact.created',
     'message.received',
+    'message.created',
     'message.delivered',
     'message.read',
     'conversation.assigned',

@@ -443,9 +443,10 @@ describe('who did it', () => {
     const events = await eventsOf(t.db, acc.accountId);
     expect(events.map((e) => [e.type, (e.data as { actor?: unknown }).actor])).toEqual([
       ['contact.created', actor],
+      ['message.created', null],
       ['conversation.assigned', actor],
       ['conversation.resolved', null],
     ]);
-    expect(events[1]!.data).toEqual({ ...assigned.json(), actor });
+    expect(events[2]!.data).toEqual({ ...assigned.json(), actor });
   });
 });

@@ -283,7 +283,7 @@ describe('the conversation', () => {
     const types = (await eventsOf(t.db, acc.accountId))
       .filter((e) => (e.data as { id: string }).id === reply.json().id)
       .map((e) => e.type);
-    expect(types).toEqual(['message.delivered', 'message.read']);
+    expect(types).toEqual(['message.created', 'message.delivered', 'message.read']);
   });
 
   it('a visitor whose contact the team merged into another, then deleted, carries on', async () => {

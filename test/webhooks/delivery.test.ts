@@ -95,6 +95,7 @@ describe('events', () => {
     await createWebhook(acc, rcv.url('/all'), [
       'contact.created',
       'message.received',
+      'message.created',
       'message.delivered',
       'message.read',
       'conversation.assigned',
@@ -156,13 +157,20 @@ describe('events', () => {
     });
     expectStatus(resolved, 200);
 
-    expect(await drain()).toBe(7);
+    expect(await drain()).toBe(8);
 
     const all = rcv.requests.filter((r) => r.url === '/all').map(parse);
     const byEvent = new Map(all.map((e) => [e.event, e]));
-    expect(all).toHaveLength(6);
+    expect(all).toHaveLength(7);
+    // Changes made through the API (here with an API key) carry `actor: null`.
     expect(byEvent.get('contact.created')?.data).toEqual({ ...contact.json(), actor: null });
     expect(byEvent.get('message.received')?.data).toEqual(inbound.json());
+    // As stored, before the provider answered.
+    expect(byEvent.get('message.created')?.data).toEqual({
+      ...sent.json(),
+      status: 'queued',
+      actor: null,
+    });
     expect(byEvent.get('message.delivered')?.data).toEqual(delivered.json());
     expect(byEvent.get('message.read')?.data).toEqual(read.json());
     expect(byEvent.get('conversation.assigned')?.data).toEqual({ ...assigned.json(), actor: null });

@@ -45,11 +45,10 @@ it('delivers a signed contact.created', async () => {
       req.body.toString(),
       req.headers as Record<string, string>,
     );
-    expect(verified).toMatchObject({
-      event: 'contact.created',
-      data: { ...contact.json(), actor: null },
-    });
-    expect(req.body.toString()).toContain(JSON.stringify({ ...contact.json(), actor: null }));
+    // Created with an API key: the data carries `actor: null` after the contact.
+    const data = { ...contact.json(), actor: null };
+    expect(verified).toMatchObject({ event: 'contact.created', data });
+    expect(req.body.toString()).toContain(JSON.stringify(data));
     const log = await acc.call({ method: 'GET', url: `/v1/webhooks/${wh.json().id}/deliveries` });
     expect(log.json().data[0]).toMatchObject({
       event: 'contact.created',

@@ -1,6 +1,6 @@
 import { sql, type Insertable } from 'kysely';
 import { batchArray, FIXED_TEXT, type Db, type Tx } from '../../db/database.js';
-import type { Channel, JobsTable } from '../../db/schema.js';
+import type { Author, Channel, JobsTable } from '../../db/schema.js';
 import { addressedByPhone } from '../../contacts/identities.js';
 import { newId } from '../../ids.js';
 import type { MessageRow } from '../messages.repository.js';
@@ -17,6 +17,11 @@ export interface QueueSend {
   windowed: boolean;
   /** Its own send job; without one, it is carried by the batch's (`queue`'s `batchJob`). */
   job?: Insertable<JobsTable>;
+  /**
+   * Who sent it through a request, for its `message.created` event's `actor` (see Scope.actor):
+   * a user, or null for an API key; absent when the service sends it (a broadcast).
+   */
+  actor?: Author | null;
 }
 
 /** A recipient of `queue` as found: where it is reached, its conversation, what was queued. */
@@ -32,6 +37,17 @@ export interface QueuedRecipient {
   conversationId: string | null;
   /** The ids of its messages queued (a windowed one outside the window is not). */
   queued: string[];
+}
+
+/**
+ * The fields of a queued message's `message.created` data, in toMessage's order, of the
+ * statement's `send s` and `message m`.
+ */
+function messageFields(now: Date) {
+  return sql`'id', s.id, 'conversation_id', m.conversation_id, 'direction', 'outbound',
+             'type', s.type, 'content', s.content, 'media_url', s.media_url, 'status', 'queued',
+             'failure_reason', null, 'author', s.author::json,
+             'created_at', ${now.toISOString()}::text`;
 }
 
 /** Groups up to this size use one prepared plan; a larger batch is planned for its size. */
@@ -52,7 +68,9 @@ export class QueueRepository {
    *   `windowStart`, which it reopens and touches (no conversation is created for it);
    * - each message queued is inserted with its own send job, or all of them in the batch's
    *   (`batchJob`, whose `message_ids` become the messages queued, in order; none written when
-   *   none is).
+   *   none is), and with its `message.created` event (the message as the API presents it, see
+   *   `toMessage`, plus the send's `actor` when it has one) and the event's deliveries to the
+   *   account's webhooks subscribed to it: the outbox, in the same statement.
    * Rows are locked in one order everywhere (account, channel, contact; contacts first, then
    * conversations); with sends of both kinds, every existing conversation is locked in one
    * sorted pass before any is created, so that two statements never take two rows in opposite
@@ -83,6 +101,7 @@ export class QueueRepository {
     const job = (pick: (j: Insertable<JobsTable>) => unknown) =>
       sends.map((s) => (s.job ? pick(s.job) : null));
     const b = opts.batchJob ?? null;
+    const eventIds = sends.map(() => newId('evt'));
     const result = await sql<{
       account_id: string;
       contact_id: string;
@@ -182,7 +201,8 @@ export class QueueRepository {
       send AS (
         SELECT account_id, id, contact_id, channel, windowed, type, content, media_url,
                template_name, template_language, template_params, broadcast_id, author, job_id, job_kind,
-               job_payload, job_run_at, job_locked_until, job_attempts, job_created_at, ord
+               job_payload, job_run_at, job_locked_until, job_attempts, job_created_at, event_id,
+               has_actor, actor, ord
         FROM unnest(${batchArray(
           params((r) => r.account_id),
           'text',
@@ -231,7 +251,7 @@ export class QueueRepository {
                     )},
                     ${batchArray(
                       params((r) => (r.author === null ? null : JSON.stringify(r.author))),
-                      'jsonb',
+                      'text',
                     )},
                     ${batchArray(
                       job((j) => j.id),
@@ -258,11 +278,21 @@ export class QueueRepository {
                     ${batchArray(
                       job((j) => j.created_at),
                       'timestamptz',
+                    )},
+                    ${batchArray(eventIds, 'text')},
+                    ${batchArray(
+                      sends.map((s) => s.actor !== undefined),
+                      'boolean',
+                    )},
+                    ${batchArray(
+                      sends.map((s) => (s.actor ? JSON.stringify(s.actor) : null)),
+                      'text',
                     )})
           WITH ORDINALITY
           AS v(account_id, id, contact_id, channel, windowed, type, content, media_url,
                template_name, template_language, template_params, broadcast_id, author, job_id, job_kind,
-               job_payload, job_run_at, job_locked_until, job_attempts, job_created_at, ord)
+               job_payload, job_run_at, job_locked_until, job_attempts, job_created_at, event_id,
+               has_actor, actor, ord)
       ),
       message AS (
         INSERT INTO messages
@@ -271,7 +301,7 @@ export class QueueRepository {
            updated_at)
         SELECT s.account_id, s.id, c.id, 'outbound', s.type, s.content, s.media_url,
                s.template_name, s.template_language, s.template_params, 'queued',
-               s.broadcast_id, s.author, ${now}, ${now}
+               s.broadcast_id, s.author::jsonb, ${now}, ${now}
         FROM send s
         JOIN conversation c
           ON c.account_id = s.account_id AND c.contact_id = s.contact_id AND c.channel = s.channel
@@ -295,6 +325,36 @@ export class QueueRepository {
         FROM send s JOIN message m ON m.account_id = s.account_id AND m.id = s.id
         WHERE ${b !== null}
         HAVING count(*) > 0
+      ),
+      event AS (
+        INSERT INTO events (account_id, id, type, data, created_at)
+        SELECT s.account_id, s.event_id, 'message.created',
+               -- The Message as toMessage presents it (json keeps this key order), created_at
+               -- as JS's toISOString writes it; then the actor, when a request sent it.
+               CASE WHEN s.has_actor
+                 THEN json_build_object(${messageFields(now)}, 'actor', s.actor::json)
+                 ELSE json_build_object(${messageFields(now)})
+               END,
+               ${now}
+        FROM send s JOIN message m ON m.account_id = s.account_id AND m.id = s.id
+        ORDER BY s.ord
+        RETURNING account_id, id
+      ),
+      hook AS (
+        SELECT w.account_id, w.id
+        FROM (SELECT DISTINCT account_id FROM event) a
+        CROSS JOIN LATERAL (
+          SELECT w.account_id, w.id FROM webhooks w
+          WHERE w.account_id = a.account_id AND w.status = 'active'
+            AND 'message.created' = ANY(w.events)
+        ) w
+      ),
+      delivery AS (
+        INSERT INTO webhook_deliveries
+          (account_id, webhook_id, event_id, event_type, state, next_attempt_at, created_at,
+           updated_at)
+        SELECT h.account_id, h.id, e.id, 'message.created', 'pending', ${now}, ${now}, ${now}
+        FROM event e JOIN hook h ON h.account_id = e.account_id
       ),
       queued AS (
         SELECT account_id, conversation_id, array_agg(id) AS ids

@@ -185,7 +185,10 @@ export class MessageQueue {
       const { scope, channel, provider, connectionId, contactId } = requests[index]!;
       const row = outboundRow(scope.accountId, drafts.get(index)!, null, scope.actor ?? null, now);
       const job = this.jobRow(sendJob(scope.accountId, [row.id], lease, connectionId));
-      return { send: { ...toSend(row, contactId, channel, provider), job }, provider };
+      const send = { ...toSend(row, contactId, channel, provider), job };
+      // Its `message.created` names who sent it (a request always has a scope's actor).
+      if (scope.actor !== undefined) send.actor = scope.actor;
+      return { send, provider };
     });
     const queued = await this.run(db, pending, now, lease, null);
     indexes.forEach((index, i) => (results[index] = queued[i]!));
