@@ -179,8 +179,35 @@ export class ConversationsRepository {
     if (filter.mine)
       q = q.where('assignee_type', '=', 'user').where('assignee_id', '=', filter.mine);
     if (filter.contactId) q = q.where('contact_id', '=', filter.contactId);
-    if (filter.q !== undefined) q = q.where(matchingContacts(accountId, filter.q));
-    return paged(q, page, (q) => q.selectAll().orderBy('updated_at', 'desc').orderBy('id', 'desc'));
+    if (filter.q === undefined)
+      return paged(q, page, (q) =>
+        q.selectAll().orderBy('updated_at', 'desc').orderBy('id', 'desc'),
+      );
+    // A search: the page's ids first, from the index alone (conversations_recent holds each
+    // one's contact, migration 026), then those rows; selecting every column in one step would
+    // read every row of the status from the table before the contacts are matched.
+    q = q.where(matchingContacts(accountId, filter.q));
+    const ids = q
+      .select('id')
+      .orderBy('updated_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(page.limit)
+      .offset((page.page - 1) * page.limit);
+    const [rows, count] = await Promise.all([
+      this.db
+        .selectFrom('conversations')
+        .selectAll()
+        .where('account_id', '=', accountId)
+        .where('id', 'in', ids)
+        .orderBy('updated_at', 'desc')
+        .orderBy('id', 'desc')
+        .execute(),
+      q
+        .select((eb) => eb.fn.countAll<string>().as('n'))
+        .$castTo<{ n: string }>()
+        .executeTakeFirstOrThrow(),
+    ]);
+    return { rows, total: Number(count.n) };
   }
 
   /**

@@ -36,6 +36,7 @@ import * as m022 from './migrations/022_conversation_read.js';
 import * as m023 from './migrations/023_people.js';
 import * as m024 from './migrations/024_unassigned_conversations.js';
 import * as m025 from './migrations/025_conversation_search.js';
+import * as m026 from './migrations/026_conversation_search_contact.js';
 
 export type Db = Kysely<Tables>;
 export type Tx = Transaction<Tables>;
@@ -172,6 +173,7 @@ export const migrations: Record<string, Migration> = {
   '023_people': m023,
   '024_unassigned_conversations': m024,
   '025_conversation_search': m025,
+  '026_conversation_search_contact': m026,
 };
 
 /** Applies pending migrations; Kysely's migrator takes a lock, so concurrent starts are safe. */

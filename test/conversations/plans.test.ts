@@ -191,6 +191,64 @@ describe('inbox view plans', () => {
   });
 });
 
+describe('inbox search plans', () => {
+  beforeAll(async () => {
+    // An account of 20,000 contacts, one conversation each: 2,000 open; 1 contact in 50 is a
+    // Lucy (400, every one of them open), and one of them a Lucy Martinez.
+    await sql`
+      INSERT INTO contacts (account_id, id, name, created_at, updated_at)
+      SELECT 'acc_search', 'con_s' || i,
+             CASE WHEN i = 50 THEN 'Lucy Martinez' WHEN i % 50 = 0 THEN 'Lucy ' || i ELSE 'Other ' || i END,
+             now(), now()
+      FROM generate_series(1, 20000) AS i`.execute(db);
+    await sql`
+      INSERT INTO conversations (account_id, id, contact_id, channel, status, created_at, updated_at)
+      SELECT 'acc_search', 'conv_s' || lpad(i::text, 6, '0'), 'con_s' || i, 'whatsapp',
+             CASE WHEN i % 10 = 0 THEN 'open' ELSE 'resolved' END,
+             now() - make_interval(secs => i), now() - make_interval(secs => i)
+      FROM generate_series(1, 20000) AS i`.execute(db);
+    await sql`VACUUM ANALYZE contacts`.execute(db);
+    await sql`VACUUM ANALYZE conversations`.execute(db);
+  });
+
+  it("finds a status's conversations whose contact matches q without reading the status's rows", async () => {
+    const repo = new ConversationsRepository(db);
+    statements.length = 0;
+    const { rows, total } = await repo.list(
+      'acc_search',
+      { status: 'open', q: 'luc' },
+      { page: 2, limit: 20 },
+    );
+    expect(total).toBe(400);
+    expect(rows.map((r) => r.id)).toEqual(
+      Array.from({ length: 20 }, (_, k) => `conv_s${String(50 * (21 + k)).padStart(6, '0')}`),
+    );
+    const page = statements.find((q) => q.sql.includes('limit'));
+    const count = statements.find((q) => q.sql.includes('count(*)'));
+    for (const query of [page!, count!]) {
+      const plan = await analyze(query, 'custom');
+      // The 2,000 open ones are index entries (with their contact), never rows of the table.
+      expect(plan).toContain('Index Only Scan using conversations_recent');
+      expect(plan).not.toMatch(/(Bitmap Heap|Seq) Scan on conversations/);
+    }
+    // The page's rows are read by id: its 20 only.
+    expect(await analyze(page!, 'custom')).toMatch(
+      /Index Scan using conversations_pkey on conversations \(actual rows=1(\.00)? loops=20\)/,
+    );
+  });
+
+  it('answers a narrow q through the contacts it matches', async () => {
+    const repo = new ConversationsRepository(db);
+    const { rows, total } = await repo.list(
+      'acc_search',
+      { status: 'all', q: 'Lucy Martinez' },
+      { page: 1, limit: 20 },
+    );
+    expect(total).toBe(1);
+    expect(rows.map((r) => r.contact_id)).toEqual(['con_s50']);
+  });
+});
+
 /** Runs `work` in a transaction that is then rolled back, so the data stays as it was. */
 async function rolledBack(work: (trx: Transaction<Tables>) => Promise<void>): Promise<void> {
   const rollback = new Error('rollback');
