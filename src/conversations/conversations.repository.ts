@@ -183,31 +183,39 @@ export class ConversationsRepository {
       return paged(q, page, (q) =>
         q.selectAll().orderBy('updated_at', 'desc').orderBy('id', 'desc'),
       );
-    // A search: the page's ids first, from the index alone (conversations_recent holds each
-    // one's contact, migration 026), then those rows; selecting every column in one step would
-    // read every row of the status from the table before the contacts are matched.
+    // A search: the page's ids and the total in one statement, from the index alone
+    // (conversations_recent holds each one's contact, migration 026), then those rows. Selecting
+    // every column at once would read every row of the status from the table before matching
+    // the contacts, and a count beside it would match them all a second time.
     q = q.where(matchingContacts(accountId, filter.q));
-    const ids = q
-      .select('id')
+    const ids = await q
+      .select(['id', sql<string>`count(*) over ()`.as('total')])
       .orderBy('updated_at', 'desc')
       .orderBy('id', 'desc')
       .limit(page.limit)
-      .offset((page.page - 1) * page.limit);
-    const [rows, count] = await Promise.all([
-      this.db
-        .selectFrom('conversations')
-        .selectAll()
-        .where('account_id', '=', accountId)
-        .where('id', 'in', ids)
-        .orderBy('updated_at', 'desc')
-        .orderBy('id', 'desc')
-        .execute(),
-      q
+      .offset((page.page - 1) * page.limit)
+      .execute();
+    if (ids.length === 0) {
+      // Nothing matches, or a page past the last: only then is the total counted apart.
+      const count = await q
         .select((eb) => eb.fn.countAll<string>().as('n'))
         .$castTo<{ n: string }>()
-        .executeTakeFirstOrThrow(),
-    ]);
-    return { rows, total: Number(count.n) };
+        .executeTakeFirstOrThrow();
+      return { rows: [], total: Number(count.n) };
+    }
+    const rows = await this.db
+      .selectFrom('conversations')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .where(
+        'id',
+        'in',
+        ids.map((r) => r.id),
+      )
+      .orderBy('updated_at', 'desc')
+      .orderBy('id', 'desc')
+      .execute();
+    return { rows, total: Number(ids[0]!.total) };
   }
 
   /**

@@ -223,18 +223,22 @@ describe('inbox search plans', () => {
     expect(rows.map((r) => r.id)).toEqual(
       Array.from({ length: 20 }, (_, k) => `conv_s${String(50 * (21 + k)).padStart(6, '0')}`),
     );
-    const page = statements.find((q) => q.sql.includes('limit'));
-    const count = statements.find((q) => q.sql.includes('count(*)'));
-    for (const query of [page!, count!]) {
-      const plan = await analyze(query, 'custom');
-      // The 2,000 open ones are index entries (with their contact), never rows of the table.
-      expect(plan).toContain('Index Only Scan using conversations_recent');
-      expect(plan).not.toMatch(/(Bitmap Heap|Seq) Scan on conversations/);
-    }
-    // The page's rows are read by id: its 20 only.
-    expect(await analyze(page!, 'custom')).toMatch(
-      /Index Scan using conversations_pkey on conversations \(actual rows=1(\.00)? loops=20\)/,
+    // One statement for the page's ids and the total, then the 20 rows by key.
+    expect(statements).toHaveLength(2);
+    const [ids, byKey] = statements as [CompiledQuery, CompiledQuery];
+    expect(ids.sql).toContain('count(*) over ()');
+    const plan = await analyze(ids, 'custom');
+    // The 2,000 open ones are index entries (with their contact), never rows of the table.
+    expect(plan).toContain('Index Only Scan using conversations_recent');
+    expect(plan).not.toMatch(/(Bitmap Heap|Seq) Scan on conversations/);
+    expect(await analyze(byKey, 'custom')).toMatch(/Index Scan using conversations_pkey/);
+    // Past the last page: no rows, and the total counted apart.
+    const past = await repo.list(
+      'acc_search',
+      { status: 'open', q: 'luc' },
+      { page: 21, limit: 20 },
     );
+    expect(past).toEqual({ rows: [], total: 400 });
   });
 
   it('answers a narrow q through the contacts it matches', async () => {
@@ -246,6 +250,9 @@ describe('inbox search plans', () => {
     );
     expect(total).toBe(1);
     expect(rows.map((r) => r.contact_id)).toEqual(['con_s50']);
+    expect(
+      await repo.list('acc_search', { status: 'all', q: 'nobody' }, { page: 1, limit: 20 }),
+    ).toEqual({ rows: [], total: 0 });
   });
 });
 
