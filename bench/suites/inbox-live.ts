@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { BIG_ACCOUNT_NAME } from '../inbox/data.js';
+import { BIG_ACCOUNT_NAME, LONG_PHONE } from '../inbox/data.js';
 import { delay } from '../lib/child.js';
 import { openPool } from '../lib/db.js';
 import { requestJson } from '../lib/http.js';
@@ -78,11 +78,14 @@ export const inboxLiveSuite: Suite = {
       ctx.defer(async () => {
         await pool.query('DELETE FROM api_keys WHERE id = $1', [keyId]);
       });
+      // Not the long conversation's contact: the inbox suite reads its 100,000 messages.
       const open = await pool.query<{ contact_id: string }>(
-        `SELECT contact_id FROM conversations
-         WHERE account_id = $1 AND status = 'open' AND channel = 'whatsapp'
-         ORDER BY id LIMIT $2`,
-        [accountId, CONVERSATIONS],
+        `SELECT c.contact_id FROM conversations c
+         JOIN contacts k ON k.account_id = c.account_id AND k.id = c.contact_id
+         WHERE c.account_id = $1 AND c.status = 'open' AND c.channel = 'whatsapp'
+           AND k.phone IS DISTINCT FROM $3
+         ORDER BY c.id LIMIT $2`,
+        [accountId, CONVERSATIONS, LONG_PHONE],
       );
       senders = open.rows.map((r) => ({ contact_id: r.contact_id, channel: 'whatsapp' }));
       ctx.log(
