@@ -45,6 +45,8 @@ function usage(): string {
     '  BENCH_STREAMS_SECONDS (10) per round of replies',
     'inbox:      BENCH_DATABASE_URL of the database bench/inbox/seed.ts filled (required),',
     '  BENCH_INBOX_CONNECTIONS (4) concurrent requests',
+    'inbox-live: BENCH_LIVE_AGENTS (50) signed in with the event stream open, BENCH_LIVE_RATE',
+    '  (inbound/s, 50), BENCH_LIVE_SECONDS (20) per round; the seeded account with BENCH_DATABASE_URL',
     'BENCH_SERVICE_ROOT: run the service built in another checkout (e.g. an older commit; suites',
     '  measure what that build supports)',
     'BENCH_LATENCY_TRACE: a file each load run appends its responses to (ms since the run began,',

@@ -54,6 +54,12 @@ export interface Settings {
   streamsSeconds: number;
   /** inbox suite: concurrent connections of its measurements (BENCH_INBOX_CONNECTIONS, 4). */
   inboxConnections: number;
+  /** inbox-live suite: agents signed in, each with the event stream open (BENCH_LIVE_AGENTS, 50). */
+  liveAgents: number;
+  /** inbox-live suite: inbound messages per second (BENCH_LIVE_RATE, 50). */
+  liveRate: number;
+  /** inbox-live suite: seconds each round of inbound messages lasts (BENCH_LIVE_SECONDS, 20). */
+  liveSeconds: number;
   /** Another checkout whose built service runs instead of this one's (BENCH_SERVICE_ROOT). */
   serviceRoot: string | null;
   /** webhooks and broadcasts suites: bound on waiting for deliveries / the fan-out (BENCH_WAIT_TIMEOUT, s, 900). */
@@ -112,6 +118,9 @@ export function loadSettings(env: Env = process.env): Settings {
     streamsRate: readInt(env, 'BENCH_STREAMS_RATE', 200, 1, 10_000),
     streamsSeconds: readInt(env, 'BENCH_STREAMS_SECONDS', 10, 1, 600),
     inboxConnections: readInt(env, 'BENCH_INBOX_CONNECTIONS', 4, 1, 1000),
+    liveAgents: readInt(env, 'BENCH_LIVE_AGENTS', 50, 1, 500),
+    liveRate: readInt(env, 'BENCH_LIVE_RATE', 50, 1, 10_000),
+    liveSeconds: readInt(env, 'BENCH_LIVE_SECONDS', 20, 1, 600),
     serviceRoot: readServiceRoot(env),
   };
 }

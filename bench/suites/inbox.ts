@@ -8,9 +8,10 @@ import {
   BIG,
 } from '../inbox/data.js';
 import { openPool } from '../lib/db.js';
-import { requestJson } from '../lib/http.js';
+import { assertLocal, requestJson } from '../lib/http.js';
 import { runLoad, type LoadFigures, type LoadTarget } from '../lib/load.js';
 import { fmt, fmtInt, formatTable, median } from '../lib/report.js';
+import { newSignedInAgent, reinvitedUser, type SignedIn } from '../lib/session.js';
 import type { Suite } from '../lib/suite.js';
 
 const LIST = '/v1/conversations?view=unassigned&status=open&sort=last_activity';
@@ -30,6 +31,8 @@ interface InboxCase {
   targetMs: number;
   /** What the first answer said of the list: total and rows, or the messages of a page. */
   shape?: string;
+  /** A signed-in user's session cookie, in place of the account's API key. */
+  session?: SignedIn;
 }
 
 /**
@@ -42,6 +45,9 @@ export const inboxSuite: Suite = {
   description:
     'GET /v1/conversations views, q, /counts and the newest history page on the seeded account ' +
     'of 1,000,000 conversations, beside a small account (needs BENCH_DATABASE_URL, see bench/inbox/seed.ts)',
+  // The signed-in users' requests count against SESSION_RATE_LIMIT_PER_MINUTE (1,200 a minute
+  // per user by default), which the measurements would pass in seconds.
+  serviceEnv: { SESSION_RATE_LIMIT_PER_MINUTE: '1000000' },
   async run(ctx) {
     const { service, settings } = ctx;
     if (settings.databaseUrl === null) {
@@ -115,6 +121,61 @@ export const inboxSuite: Suite = {
       `small account ${small.accountId} (one of 99): its long conversation has ${fmtInt(small.longMessages)} messages`,
     );
 
+    // Signed-in users of the big account (view=mine, counts.mine): one made for this run through
+    // the API, and the seeded agent with the most open conversations, given a password through
+    // a new invite. Both are put back at the end (the new one removed through the API; the
+    // seeded one's password, invites and sessions removed).
+    const password = randomBytes(18).toString('base64url');
+    const fresh = await newSignedInAgent(service.url, big.apiKey, big.accountId, {
+      name: 'Bench Inbox Agent',
+      email: `bench-inbox-${randomBytes(6).toString('hex')}@example.com`,
+      password,
+    });
+    ctx.defer(async () => {
+      await requestJson(`${service.url}/v1/users/${fresh.userId}`, {
+        method: 'DELETE',
+        token: big.apiKey,
+      });
+    });
+    const busiest = await pool.query<{ id: string; email: string; open: string }>(
+      `SELECT u.id, u.email, count(*) AS open FROM users u
+       JOIN conversations c ON c.account_id = u.account_id AND c.assignee_type = 'user'
+                            AND c.assignee_id = u.id AND c.status = 'open'
+       WHERE u.account_id = $1 GROUP BY u.id, u.email ORDER BY count(*) DESC, u.id LIMIT 1`,
+      [big.accountId],
+    );
+    const seededUser = busiest.rows[0];
+    if (!seededUser) throw new Error('the big account has no user with open conversations');
+    ctx.defer(async () => {
+      await pool.query('DELETE FROM sessions WHERE account_id = $1 AND user_id = $2', [
+        big.accountId,
+        seededUser.id,
+      ]);
+      await pool.query('DELETE FROM invites WHERE account_id = $1 AND user_id = $2', [
+        big.accountId,
+        seededUser.id,
+      ]);
+      await pool.query('UPDATE users SET password_hash = NULL WHERE account_id = $1 AND id = $2', [
+        big.accountId,
+        seededUser.id,
+      ]);
+    });
+    const seeded = await reinvitedUser(service.url, big.apiKey, big.accountId, {
+      id: seededUser.id,
+      email: seededUser.email,
+      password,
+    });
+    const seededAll = await pool.query<{ n: string }>(
+      `SELECT count(*) AS n FROM conversations
+       WHERE account_id = $1 AND assignee_type = 'user' AND assignee_id = $2`,
+      [big.accountId, seededUser.id],
+    );
+    ctx.log(
+      `signed in (POST /v1/users or /v1/users/{id}/invite, /v1/invites/accept, /v1/session): ` +
+        `a new agent ${fresh.userId} (no conversations), and the seeded agent ${seeded.userId} ` +
+        `(${fmtInt(Number(seededUser.open))} open conversations, ${fmtInt(Number(seededAll.rows[0]?.n))} in all)`,
+    );
+
     // Names to search for, as the seed wrote them: a contact of the big account with an open
     // conversation, and the first letters of its first name.
     const q = await searchSupport(service.url, big.apiKey);
@@ -149,18 +210,35 @@ export const inboxSuite: Suite = {
           },
         );
       }
-      list.push(
-        {
-          name: `${a.label}: GET /v1/conversations/counts`,
-          path: '/v1/conversations/counts',
-          targetMs: 50,
-        },
-        {
-          name: `${a.label}: newest 50 of ${fmtInt(a.longMessages)} messages`,
-          path: `/v1/conversations/${a.longConversation}/messages?limit=50`,
-          targetMs: 20,
-        },
-      );
+      list.push({
+        name: `${a.label}: GET /v1/conversations/counts`,
+        path: '/v1/conversations/counts',
+        targetMs: 50,
+      });
+      if (a === big)
+        for (const [who, session] of [
+          ['seeded agent', seeded],
+          ['new agent', fresh],
+        ] as const)
+          list.push(
+            {
+              name: `${a.label}, ${who}'s session: view=mine, open`,
+              path: '/v1/conversations?view=mine&status=open&sort=last_activity',
+              targetMs: 50,
+              session,
+            },
+            {
+              name: `${a.label}, ${who}'s session: /counts (mine too)`,
+              path: '/v1/conversations/counts',
+              targetMs: 50,
+              session,
+            },
+          );
+      list.push({
+        name: `${a.label}: newest 50 of ${fmtInt(a.longMessages)} messages`,
+        path: `/v1/conversations/${a.longConversation}/messages?limit=50`,
+        targetMs: 20,
+      });
       return list;
     };
     const contactCase = async (a: InboxAccount): Promise<InboxCase> => {
@@ -184,11 +262,10 @@ export const inboxSuite: Suite = {
     }
 
     // What each answers (a wrong status fails the run here, before any measurement).
+    const headersOf = (a: InboxAccount, c: InboxCase): Record<string, string> =>
+      c.session ? { cookie: c.session.cookie } : { authorization: `Bearer ${a.apiKey}` };
     for (const { account: a, c } of plan) {
-      const res = await requestJson(`${service.url}${c.path}`, {
-        token: a.apiKey,
-        timeoutMs: 60_000,
-      });
+      const res = await getJson(`${service.url}${c.path}`, headersOf(a, c));
       if (res.status !== 200)
         throw new Error(
           `${c.name}: GET ${c.path} answered ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`,
@@ -200,7 +277,7 @@ export const inboxSuite: Suite = {
     const targets: LoadTarget[] = plan.map(({ account: a, c }) => ({
       name: c.name,
       url: `${service.url}${c.path}`,
-      headers: { authorization: `Bearer ${a.apiKey}` },
+      headers: headersOf(a, c),
       expectedStatuses: [200],
     }));
     const load = { durationS: settings.durationS, connections };
@@ -252,6 +329,20 @@ export const inboxSuite: Suite = {
     ctx.log(')');
   },
 };
+
+/** GET with these headers (an API key or a session cookie), bounded by a minute. */
+async function getJson(url: string, headers: Record<string, string>) {
+  assertLocal(url);
+  const res = await fetch(url, { headers, signal: AbortSignal.timeout(60_000) });
+  const text = await res.text();
+  let body: unknown = text;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    // kept as text for the error message
+  }
+  return { status: res.status, body };
+}
 
 /** null when GET /v1/conversations takes `q`; otherwise why it is skipped. */
 async function searchSupport(baseUrl: string, apiKey: string): Promise<string | null> {

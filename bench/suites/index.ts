@@ -1,6 +1,7 @@
 import type { Suite } from '../lib/suite.js';
 import { broadcastsSuite } from './broadcasts.js';
 import { contactsSuite } from './contacts.js';
+import { inboxLiveSuite } from './inbox-live.js';
 import { inboxSuite } from './inbox.js';
 import { messagesSuite } from './messages.js';
 import { searchSuite } from './search.js';
@@ -22,4 +23,5 @@ export const suites: readonly Suite[] = [
   whatsappInboundSuite,
   streamsSuite,
   inboxSuite,
+  inboxLiveSuite,
 ];

@@ -179,8 +179,57 @@ export class ConversationsRepository {
     if (filter.mine)
       q = q.where('assignee_type', '=', 'user').where('assignee_id', '=', filter.mine);
     if (filter.contactId) q = q.where('contact_id', '=', filter.contactId);
-    if (filter.q !== undefined) q = q.where(matchingContacts(accountId, filter.q));
-    return paged(q, page, (q) => q.selectAll().orderBy('updated_at', 'desc').orderBy('id', 'desc'));
+    if (filter.q === undefined && filter.contactId === undefined) {
+      // Filtered by status, channel and assignee only: the total is the sum of their counters.
+      const [rows, total] = await Promise.all([
+        q
+          .selectAll()
+          .orderBy('updated_at', 'desc')
+          .orderBy('id', 'desc')
+          .limit(page.limit)
+          .offset((page.page - 1) * page.limit)
+          .execute(),
+        this.counted(accountId, filter),
+      ]);
+      return { rows, total };
+    }
+    if (filter.q === undefined)
+      return paged(q, page, (q) =>
+        q.selectAll().orderBy('updated_at', 'desc').orderBy('id', 'desc'),
+      );
+    // A search: the page's ids and the total in one statement, from the index alone
+    // (conversations_recent holds each one's contact, migration 027), then those rows. Selecting
+    // every column at once would read every row of the status from the table before matching
+    // the contacts, and a count beside it would match them all a second time.
+    q = q.where(matchingContacts(accountId, filter.q));
+    const ids = await q
+      .select(['id', sql<string>`count(*) over ()`.as('total')])
+      .orderBy('updated_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(page.limit)
+      .offset((page.page - 1) * page.limit)
+      .execute();
+    if (ids.length === 0) {
+      // Nothing matches, or a page past the last: only then is the total counted apart.
+      const count = await q
+        .select((eb) => eb.fn.countAll<string>().as('n'))
+        .$castTo<{ n: string }>()
+        .executeTakeFirstOrThrow();
+      return { rows: [], total: Number(count.n) };
+    }
+    const rows = await this.db
+      .selectFrom('conversations')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .where(
+        'id',
+        'in',
+        ids.map((r) => r.id),
+      )
+      .orderBy('updated_at', 'desc')
+      .orderBy('id', 'desc')
+      .execute();
+    return { rows, total: Number(ids[0]!.total) };
   }
 
   /**
@@ -247,39 +296,46 @@ export class ConversationsRepository {
 
   /**
    * The account's open conversations (on one channel when given), how many are unassigned and,
-   * for a signed-in user, how many are theirs: a count each, the first two index-only ranges
-   * (conversations_recent, conversations_unassigned), rather than one that reads every open
-   * row for its assignee.
+   * for a signed-in user, how many are theirs: sums of conversation_counts (migration 028), one
+   * range of its key whatever the number of conversations.
    */
   async openCounts(
     accountId: string,
     channel: Channel | undefined,
     userId: string | null,
   ): Promise<{ mine: number | null; unassigned: number; all: number }> {
-    const open = (only?: 'unassigned' | 'mine') => {
-      let q = this.db
-        .selectFrom('conversations')
-        .where('account_id', '=', accountId)
-        .where('status', '=', 'open');
-      if (channel) q = q.where('channel', '=', channel);
-      if (only === 'unassigned') q = q.where('assignee_id', 'is', null);
-      if (only === 'mine')
-        q = q.where('assignee_type', '=', 'user').where('assignee_id', '=', userId ?? '');
-      return q.select((eb) => eb.fn.countAll<string>().as('n'));
-    };
-    const row = await this.db
-      .selectNoFrom([
-        open().as('all'),
-        open('unassigned').as('unassigned'),
-        ...(userId === null ? [] : [open('mine').as('mine')]),
+    let q = this.db
+      .selectFrom('conversation_counts')
+      .where('account_id', '=', accountId)
+      .where('status', '=', 'open');
+    if (channel) q = q.where('channel', '=', channel);
+    const row = await q
+      .select([
+        sql<string>`coalesce(sum(n), 0)`.as('all'),
+        sql<string>`coalesce(sum(n) FILTER (WHERE assignee_type = ''), 0)`.as('unassigned'),
+        sql<string>`coalesce(sum(n) FILTER (WHERE assignee_type = 'user' AND assignee_id = ${userId ?? ''}), 0)`.as(
+          'mine',
+        ),
       ])
-      .$castTo<{ all: string; unassigned: string; mine?: string }>()
       .executeTakeFirstOrThrow();
     return {
       mine: userId === null ? null : Number(row.mine),
       unassigned: Number(row.unassigned),
       all: Number(row.all),
     };
+  }
+
+  /** How many conversations a list filtered by status, channel and assignee only holds. */
+  private async counted(accountId: string, filter: ConversationFilter): Promise<number> {
+    let q = this.db.selectFrom('conversation_counts').where('account_id', '=', accountId);
+    if (filter.status !== 'all') q = q.where('status', '=', filter.status);
+    if (filter.channel) q = q.where('channel', '=', filter.channel);
+    if (filter.assignedTo) q = q.where('assignee_id', '=', filter.assignedTo);
+    if (filter.unassigned) q = q.where('assignee_type', '=', '');
+    if (filter.mine)
+      q = q.where('assignee_type', '=', 'user').where('assignee_id', '=', filter.mine);
+    const row = await q.select(sql<string>`coalesce(sum(n), 0)`.as('n')).executeTakeFirstOrThrow();
+    return Number(row.n);
   }
 
   /** Unassigns every conversation of this assignee; answers them as they now are. */

@@ -37,6 +37,8 @@ import * as m023 from './migrations/023_people.js';
 import * as m024 from './migrations/024_unassigned_conversations.js';
 import * as m025 from './migrations/025_conversation_search.js';
 import * as m026 from './migrations/026_event_notify_per_statement.js';
+import * as m027 from './migrations/027_conversation_search_contact.js';
+import * as m028 from './migrations/028_conversation_counts.js';
 
 export type Db = Kysely<Tables>;
 export type Tx = Transaction<Tables>;
@@ -174,6 +176,8 @@ export const migrations: Record<string, Migration> = {
   '024_unassigned_conversations': m024,
   '025_conversation_search': m025,
   '026_event_notify_per_statement': m026,
+  '027_conversation_search_contact': m027,
+  '028_conversation_counts': m028,
 };
 
 /** Applies pending migrations; Kysely's migrator takes a lock, so concurrent starts are safe. */

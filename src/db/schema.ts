@@ -326,6 +326,20 @@ export interface BroadcastCountersTable {
   failed: Generated<number>;
 }
 
+/** Conversations by status, channel and assignee, kept by triggers (migration 028). */
+export interface ConversationCountsTable {
+  account_id: string;
+  status: 'open' | 'resolved';
+  channel: string;
+  /** '' when unassigned. */
+  assignee_type: string;
+  /** '' when unassigned. */
+  assignee_id: string;
+  slot: number;
+  /** bigint: a string as pg reads it. */
+  n: string;
+}
+
 export type ConnectionProvider = 'whatsapp_cloud' | 'messenger' | 'instagram' | 'webchat';
 
 export interface ChannelConnectionsTable {
@@ -414,6 +428,7 @@ export interface Tables {
   teams: TeamsTable;
   templates: TemplatesTable;
   conversations: ConversationsTable;
+  conversation_counts: ConversationCountsTable;
   messages: MessagesTable;
   notes: NotesTable;
   jobs: JobsTable;

@@ -139,7 +139,7 @@ describe('inbox view plans', () => {
     await sql`VACUUM ANALYZE conversations`.execute(db);
   });
 
-  it('lists and counts the unassigned open view as a range of conversations_unassigned', async () => {
+  it('lists the unassigned open view as a range of conversations_unassigned, its total from counters', async () => {
     const repo = new ConversationsRepository(db);
     statements.length = 0;
     const { rows, total } = await repo.list(
@@ -150,18 +150,19 @@ describe('inbox view plans', () => {
     expect(total).toBe(400);
     expect(rows).toHaveLength(20);
     const page = statements.find((q) => q.sql.includes('limit'));
-    const count = statements.find((q) => q.sql.includes('count(*)'));
+    // The total is the sum of the view's counters (migration 028), not a count of conversations.
+    const count = statements.find((q) => q.sql.includes('conversation_counts'));
     for (const mode of ['generic', 'custom'] as const) {
       const pagePlan = await analyze(page!, mode);
       expect(pagePlan).toContain('Index Scan using conversations_unassigned');
       expect(pagePlan).not.toContain('Rows Removed by Filter');
       const countPlan = await analyze(count!, mode);
-      expect(countPlan).toContain('Index Only Scan using conversations_unassigned');
-      expect(countPlan).toContain('Heap Fetches: 0');
+      expect(countPlan).toContain('using conversation_counts_pkey');
+      expect(countPlan).not.toMatch(/Scan (using \w+ )?on conversations /);
     }
   });
 
-  it('counts the open and the unassigned without reading the rows', async () => {
+  it('counts the open, the unassigned and the mine from their counters', async () => {
     const repo = new ConversationsRepository(db);
     statements.length = 0;
     expect(await repo.openCounts('acc_views', undefined, null)).toEqual({
@@ -172,9 +173,9 @@ describe('inbox view plans', () => {
     const counts = statements.at(-1)!;
     for (const mode of ['generic', 'custom'] as const) {
       const plan = await analyze(counts, mode);
-      expect(plan).toContain('Index Only Scan using conversations_recent');
-      expect(plan).toContain('Index Only Scan using conversations_unassigned');
-      expect(plan).not.toMatch(/(Bitmap Heap|Seq) Scan on conversations/);
+      // One range of conversation_counts (migration 028): the account's open counters.
+      expect(plan).toContain('using conversation_counts_pkey');
+      expect(plan).not.toMatch(/Scan (using \w+ )?on conversations /);
     }
     // On one channel: the channel is a filter of the same ranges.
     expect(await repo.openCounts('acc_views', 'webchat', null)).toEqual({
@@ -188,6 +189,71 @@ describe('inbox view plans', () => {
       unassigned: 400,
       mine: 229,
     });
+  });
+});
+
+describe('inbox search plans', () => {
+  beforeAll(async () => {
+    // An account of 20,000 contacts, one conversation each: 2,000 open; 1 contact in 50 is a
+    // Lucy (400, every one of them open), and one of them a Lucy Martinez.
+    await sql`
+      INSERT INTO contacts (account_id, id, name, created_at, updated_at)
+      SELECT 'acc_search', 'con_s' || i,
+             CASE WHEN i = 50 THEN 'Lucy Martinez' WHEN i % 50 = 0 THEN 'Lucy ' || i ELSE 'Other ' || i END,
+             now(), now()
+      FROM generate_series(1, 20000) AS i`.execute(db);
+    await sql`
+      INSERT INTO conversations (account_id, id, contact_id, channel, status, created_at, updated_at)
+      SELECT 'acc_search', 'conv_s' || lpad(i::text, 6, '0'), 'con_s' || i, 'whatsapp',
+             CASE WHEN i % 10 = 0 THEN 'open' ELSE 'resolved' END,
+             now() - make_interval(secs => i), now() - make_interval(secs => i)
+      FROM generate_series(1, 20000) AS i`.execute(db);
+    await sql`VACUUM ANALYZE contacts`.execute(db);
+    await sql`VACUUM ANALYZE conversations`.execute(db);
+  });
+
+  it("finds a status's conversations whose contact matches q without reading the status's rows", async () => {
+    const repo = new ConversationsRepository(db);
+    statements.length = 0;
+    const { rows, total } = await repo.list(
+      'acc_search',
+      { status: 'open', q: 'luc' },
+      { page: 2, limit: 20 },
+    );
+    expect(total).toBe(400);
+    expect(rows.map((r) => r.id)).toEqual(
+      Array.from({ length: 20 }, (_, k) => `conv_s${String(50 * (21 + k)).padStart(6, '0')}`),
+    );
+    // One statement for the page's ids and the total, then the 20 rows by key.
+    expect(statements).toHaveLength(2);
+    const [ids, byKey] = statements as [CompiledQuery, CompiledQuery];
+    expect(ids.sql).toContain('count(*) over ()');
+    const plan = await analyze(ids, 'custom');
+    // The 2,000 open ones are index entries (with their contact), never rows of the table.
+    expect(plan).toContain('Index Only Scan using conversations_recent');
+    expect(plan).not.toMatch(/(Bitmap Heap|Seq) Scan on conversations/);
+    expect(await analyze(byKey, 'custom')).toMatch(/Index Scan using conversations_pkey/);
+    // Past the last page: no rows, and the total counted apart.
+    const past = await repo.list(
+      'acc_search',
+      { status: 'open', q: 'luc' },
+      { page: 21, limit: 20 },
+    );
+    expect(past).toEqual({ rows: [], total: 400 });
+  });
+
+  it('answers a narrow q through the contacts it matches', async () => {
+    const repo = new ConversationsRepository(db);
+    const { rows, total } = await repo.list(
+      'acc_search',
+      { status: 'all', q: 'Lucy Martinez' },
+      { page: 1, limit: 20 },
+    );
+    expect(total).toBe(1);
+    expect(rows.map((r) => r.contact_id)).toEqual(['con_s50']);
+    expect(
+      await repo.list('acc_search', { status: 'all', q: 'nobody' }, { page: 1, limit: 20 }),
+    ).toEqual({ rows: [], total: 0 });
   });
 });
 
