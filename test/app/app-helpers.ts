@@ -1,8 +1,13 @@
 import { readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Page } from 'playwright-core';
+import type { AddressInfo } from 'node:net';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { expect } from 'vitest';
 import { buildApp } from '../../app/build.js';
+import { startTestApp, type TestAccount, type TestApp } from '../helpers.js';
+import { createContact } from '../inbox-helpers.js';
+import { chromiumAvailable, launchChromium } from '../webchat/browser.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const APP_SOURCES = path.join(ROOT, 'app');
@@ -52,4 +57,131 @@ export async function axeViolations(page: Page): Promise<string[]> {
   )
     .filter((v) => v.impact === 'serious' || v.impact === 'critical')
     .map((v) => `${v.impact} ${v.id}: ${v.help} (${JSON.stringify(v.nodes.map((n) => n.target))})`);
+}
+
+/**
+ * The browser tests run once per CI run: on the embedded database (`npm test`), not again on
+ * the machine's server (TEST_DATABASE_URL), where they would test the same app twice.
+ */
+export const RUN_BROWSER = chromiumAvailable() && !process.env.TEST_DATABASE_URL;
+
+export const PASSWORD = 'a long enough password';
+export const DESKTOP = { width: 1280, height: 800 };
+export const PHONE = { width: 390, height: 844 };
+
+/** A service listening on a port of its own and a Chromium to drive it: one per test file. */
+export interface BrowserApp {
+  t: TestApp;
+  base: string;
+  browser: Browser;
+  close(): Promise<void>;
+}
+
+export async function startBrowserApp(): Promise<BrowserApp> {
+  await ensureAppBuilt();
+  const t = await startTestApp();
+  await t.app.listen({ port: 0, host: '127.0.0.1' });
+  const base = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
+  const browser = await launchChromium();
+  return {
+    t,
+    base,
+    browser,
+    close: async () => {
+      await browser.close();
+      await t.close();
+    },
+  };
+}
+
+export interface InvitedUser {
+  id: string;
+  name: string;
+  email: string;
+  inviteUrl: string;
+}
+
+let users = 0;
+/** A user made through the account's API key (POST /v1/users), with their invite link. */
+export async function inviteUser(
+  acc: TestAccount,
+  name: string,
+  role: 'admin' | 'agent' = 'agent',
+): Promise<InvitedUser> {
+  const email = `user-${process.pid}-${++users}-${Date.now()}@example.com`;
+  const res = await acc.call({ method: 'POST', url: '/v1/users', payload: { name, email, role } });
+  expect(res.statusCode, res.body).toBe(201);
+  return { id: res.json().id, name, email, inviteUrl: res.json().invite_url };
+}
+
+export interface SignedIn {
+  context: BrowserContext;
+  page: Page;
+  user: InvitedUser;
+}
+
+/** A new browser that accepts the user's invite through the app: signed in, in the inbox. */
+export async function acceptInvite(
+  app: BrowserApp,
+  user: InvitedUser,
+  viewport = DESKTOP,
+): Promise<SignedIn> {
+  const context = await app.browser.newContext({ viewport });
+  const page = await context.newPage();
+  await page.goto(`${app.base}/app/invite${new URL(user.inviteUrl).hash}`);
+  await page.getByRole('textbox', { name: 'Password' }).fill(PASSWORD);
+  await page.getByRole('button', { name: 'Accept invite' }).click();
+  await page.getByRole('navigation', { name: 'Main' }).waitFor();
+  return { context, page, user };
+}
+
+/** A new browser that signs in through the app's sign-in screen. */
+export async function signIn(
+  app: BrowserApp,
+  user: Pick<InvitedUser, 'email'>,
+  viewport = DESKTOP,
+): Promise<{ context: BrowserContext; page: Page }> {
+  const context = await app.browser.newContext({ viewport });
+  const page = await context.newPage();
+  await page.goto(`${app.base}/app`);
+  await page.getByRole('textbox', { name: 'Email' }).fill(user.email);
+  await page.getByRole('textbox', { name: 'Password' }).fill(PASSWORD);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('navigation', { name: 'Main' }).waitFor();
+  return { context, page };
+}
+
+/** A new user of the account, invited with its API key and signed in through the app. */
+export async function newAgent(
+  app: BrowserApp,
+  acc: TestAccount,
+  name = 'Ada Lovelace',
+  opts: { role?: 'admin' | 'agent'; viewport?: typeof DESKTOP } = {},
+): Promise<SignedIn> {
+  return acceptInvite(app, await inviteUser(acc, name, opts.role ?? 'agent'), opts.viewport);
+}
+
+/** A contact with a name (made with the account's API key). */
+export async function namedContact(
+  acc: TestAccount,
+  name: string,
+): Promise<{ id: string; phone: string }> {
+  const contact = await createContact(acc);
+  const res = await acc.call({
+    method: 'PUT',
+    url: `/v1/contacts/${contact.id}`,
+    payload: { name },
+  });
+  expect(res.statusCode, res.body).toBe(200);
+  return contact;
+}
+
+/** Every dialog the page opens (alert, confirm…), dismissed: a test expects none. */
+export function watchDialogs(page: Page): string[] {
+  const dialogs: string[] = [];
+  page.on('dialog', (d) => {
+    dialogs.push(d.message());
+    void d.dismiss();
+  });
+  return dialogs;
 }

@@ -1,4 +1,4 @@
-import { useLayoutEffect, useRef } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useRef } from 'preact/hooks';
 import type { Conversation, Message, Note } from '../../api/types.js';
 import { fullTime, shortTime } from '../../lib/format.js';
 import { retryInput, sendMessage, useMessages, useNotes } from './conversation-data.js';
@@ -11,7 +11,8 @@ type Entry = { kind: 'message'; item: Message } | { kind: 'note'; item: Note };
  */
 export function MessageLog({ conversation }: { conversation: Conversation }) {
   const messages = useMessages(conversation.id);
-  const notes = useNotes(conversation.id).data ?? [];
+  const notesQuery = useNotes(conversation.id);
+  const notes = notesQuery.data?.pages.flatMap((p) => p.data) ?? [];
   const scrollRef = useRef<HTMLDivElement>(null);
   const before = useRef({ height: 0, top: 0, oldest: '', newest: '' });
 
@@ -28,6 +29,17 @@ export function MessageLog({ conversation }: { conversation: Conversation }) {
       ? a.item.id.localeCompare(b.item.id)
       : a.item.created_at.localeCompare(b.item.created_at),
   );
+
+  // Notes page beside the history: while the oldest note loaded is newer than the oldest
+  // message loaded, the next page of notes is due.
+  const oldestNote = notes.at(-1)?.created_at;
+  const notesDue =
+    notesQuery.hasNextPage &&
+    !notesQuery.isFetchingNextPage &&
+    (!messages.hasNextPage || (oldestNote && oldestLoaded && oldestNote >= oldestLoaded));
+  useEffect(() => {
+    if (notesDue) void notesQuery.fetchNextPage();
+  }, [notesDue, oldestNote, oldestLoaded]);
 
   const oldest = entries[0]?.item.id ?? '';
   const newest = entries.at(-1)?.item.id ?? '';
