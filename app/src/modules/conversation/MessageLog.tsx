@@ -52,13 +52,34 @@ export function MessageLog({ conversation }: { conversation: Conversation }) {
       el.scrollTop = was.top + (el.scrollHeight - was.height);
     } else if (newest !== was.newest) {
       const nearBottom = was.height - was.top - el.clientHeight < 120;
-      if (!was.newest || nearBottom || lastIsOwn(entries)) el.scrollTop = el.scrollHeight;
+      if (!was.newest || nearBottom || lastIsOwn(entries)) {
+        el.scrollTop = el.scrollHeight;
+        atBottom.current = true;
+      }
+    } else if (atBottom.current) {
+      // Something grew in place (notes came in, a status line): a log at its bottom stays there.
+      el.scrollTop = el.scrollHeight;
     }
     before.current = { height: el.scrollHeight, top: el.scrollTop, oldest, newest };
   });
 
+  // An image that loads below grows the log: a log that was at its bottom stays there.
+  const atBottom = useRef(true);
+  useEffect(() => {
+    const el = scrollRef.current;
+    if (!el) return;
+    const onLoad = (e: Event) => {
+      if (!(e.target instanceof HTMLImageElement) || !atBottom.current) return;
+      el.scrollTop = el.scrollHeight;
+      before.current = { ...before.current, height: el.scrollHeight, top: el.scrollTop };
+    };
+    el.addEventListener('load', onLoad, true);
+    return () => el.removeEventListener('load', onLoad, true);
+  }, []);
+
   const onScroll = () => {
     const el = scrollRef.current!;
+    atBottom.current = el.scrollHeight - el.scrollTop - el.clientHeight < 120;
     before.current = { ...before.current, height: el.scrollHeight, top: el.scrollTop };
     if (el.scrollTop < 200 && messages.hasNextPage && !messages.isFetchingNextPage) {
       void messages.fetchNextPage();
