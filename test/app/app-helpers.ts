@@ -1,4 +1,4 @@
-import { readdir, stat } from 'node:fs/promises';
+import { mkdir, readdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { deflateSync } from 'node:zlib';
 import { fileURLToPath } from 'node:url';
@@ -32,7 +32,28 @@ export async function ensureAppBuilt(): Promise<void> {
     (s) => s.mtimeMs,
     () => 0,
   );
-  if (built === 0 || (await newestSource(APP_SOURCES)) > built) await buildApp();
+  if (built !== 0 && (await newestSource(APP_SOURCES)) <= built) return;
+  // Test files run in parallel processes: one builds, the others wait for it.
+  const lock = path.join(ROOT, 'dist/.app-build.lock');
+  await mkdir(path.dirname(lock), { recursive: true });
+  try {
+    await mkdir(lock);
+  } catch {
+    while (
+      await stat(lock).then(
+        () => true,
+        () => false,
+      )
+    ) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    return;
+  }
+  try {
+    await buildApp();
+  } finally {
+    await rm(lock, { recursive: true, force: true });
+  }
 }
 
 /** axe-core's serious and critical violations on the page as it is now. */
