@@ -53,6 +53,31 @@ describe.skipIf(!RUN_BROWSER)('the screenshots of docs/app.md', () => {
       }
     }
     const maria = ids['Maria Garcia']!;
+    // Her contact as an agent keeps it: email, tags, a custom field, a lifecycle stage.
+    const mariaContact = (
+      await acc.call({ method: 'GET', url: `/v1/conversations/${maria}` })
+    ).json().contact_id as string;
+    expectStatus(
+      await acc.call({
+        method: 'PUT',
+        url: `/v1/contacts/${mariaContact}`,
+        payload: {
+          name: 'Maria Garcia',
+          email: 'maria.garcia@example.com',
+          tags: ['vip', 'madrid'],
+          custom_fields: { order: '4471' },
+        },
+      }),
+      200,
+    );
+    expectStatus(
+      await acc.call({
+        method: 'POST',
+        url: `/v1/contacts/${mariaContact}/lifecycle`,
+        payload: { lifecycle_stage: 'customer' },
+      }),
+      200,
+    );
     await page.goto(`${app.base}/app/conversations/${maria}`);
     const log = page.getByRole('log', { name: 'Messages' });
     const reply = page.getByRole('textbox', { name: 'Reply' });
