@@ -15,6 +15,8 @@ export function MessageLog({ conversation }: { conversation: Conversation }) {
   const notes = notesQuery.data?.pages.flatMap((p) => p.data) ?? [];
   const scrollRef = useRef<HTMLDivElement>(null);
   const before = useRef({ height: 0, top: 0, oldest: '', newest: '' });
+  /** Whether the reader is at the newest (then what grows keeps them there). */
+  const atBottom = useRef(true);
 
   const loaded = messages.data?.pages.flatMap((p) => p.data) ?? [];
   const oldestLoaded = loaded.at(-1)?.created_at;
@@ -64,7 +66,6 @@ export function MessageLog({ conversation }: { conversation: Conversation }) {
   });
 
   // An image that loads below grows the log: a log that was at its bottom stays there.
-  const atBottom = useRef(true);
   useEffect(() => {
     const el = scrollRef.current;
     if (!el) return;

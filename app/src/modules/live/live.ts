@@ -17,7 +17,7 @@ export function setOpenConversation(open: { id: string; markRead: () => void } |
 const SETTLE_MS = 60;
 let pending: Set<string> | null = null;
 
-function invalidateSoon(what: 'lists' | 'counts' | `notes:${string}` | `contact:${string}`) {
+function invalidateSoon(what: 'lists' | 'counts' | `contact:${string}`) {
   if (!pending) {
     pending = new Set();
     setTimeout(() => {
@@ -26,8 +26,6 @@ function invalidateSoon(what: 'lists' | 'counts' | `notes:${string}` | `contact:
       for (const item of due) {
         if (item === 'lists') void queryClient.invalidateQueries({ queryKey: keys.lists() });
         else if (item === 'counts') void queryClient.invalidateQueries({ queryKey: keys.counts() });
-        else if (item.startsWith('notes:'))
-          void queryClient.invalidateQueries({ queryKey: keys.notes(item.slice(6)) });
         else void queryClient.invalidateQueries({ queryKey: keys.contact(item.slice(8)) });
       }
     }, SETTLE_MS);
