@@ -120,6 +120,11 @@ describe.skipIf(!RUN_BROWSER)('the app: signing in, invites, roles, forged reque
       .toContain('Settings are for admins');
     expect(await page.getByRole('main').getByRole('button').count()).toBe(0);
     expect(await axeViolations(page)).toEqual([]);
+    // Opened by its address too.
+    await page.goto(`${app.base}/app/settings`);
+    await expect
+      .poll(() => page.getByRole('main').textContent())
+      .toContain('Settings are for admins');
 
     // From the page, with the session and its CSRF token: an admin route is a 403.
     const csrf = await page.evaluate(async () => {
