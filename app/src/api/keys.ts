@@ -1,8 +1,13 @@
 // The query cache's keys, one per resource: the live stream and the screens agree on them.
-import type { Message, Status, View } from './types.js';
+import type { Message, Note, Status, View } from './types.js';
 
 export interface MessagePage {
   data: Message[];
+  has_more: boolean;
+}
+
+export interface NotePage {
+  data: Note[];
   has_more: boolean;
 }
 

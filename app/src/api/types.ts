@@ -1,11 +1,11 @@
-// The resources the app shows, as the OpenAPI document names them, and the few the document
-// does not carry yet (sessions, presence, uploads: DESIGN §5, being built on main).
+// The resources the app shows, as the OpenAPI document names them. Presence is the one shape
+// the document has no route answer for: it only goes by on the event stream.
 import type { components, paths } from './openapi.js';
 
 type Schemas = components['schemas'];
 export type Conversation = Schemas['Conversation'];
-export type Message = Schemas['Message'] & { author?: Author | null };
-export type Note = Schemas['Note'] & { author?: Author | null };
+export type Message = Schemas['Message'];
+export type Note = Schemas['Note'];
 export type Contact = Schemas['Contact'];
 export type Counts =
   paths['/v1/conversations/counts']['get']['responses'][200]['content']['application/json'];
@@ -15,23 +15,9 @@ export type Team = Schemas['Team'];
 export type CannedResponse = Schemas['CannedResponse'];
 export type Channel = Conversation['channel'];
 
-export interface Author {
-  type: 'user';
-  id: string;
-  name: string;
-}
-
-export interface SessionUser {
-  id: string;
-  name: string | null;
-  email: string;
-  role: 'admin' | 'agent';
-}
-export interface Session {
-  user: SessionUser;
-  account: { id: string; name: string; plan: string };
-  csrf_token: string;
-}
+export type Author = NonNullable<Message['author']>;
+export type Session = paths['/v1/session']['get']['responses'][200]['content']['application/json'];
+export type SessionUser = Session['user'];
 
 export interface Presence {
   conversation_id: string;
@@ -40,12 +26,7 @@ export interface Presence {
   expires_at: string;
 }
 
-export interface Upload {
-  id: string;
-  content_type: string;
-  size: number;
-  filename: string | null;
-}
+export type Upload = paths['/v1/media']['post']['responses'][201]['content']['application/json'];
 
 /** Every stream event: the webhook envelope. */
 export interface LiveEvent {

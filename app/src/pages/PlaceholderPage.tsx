@@ -1,3 +1,5 @@
+import { currentSession } from '../modules/session/session.js';
+
 const TEXT = {
   contacts: {
     title: 'Contacts',
@@ -16,6 +18,19 @@ const TEXT = {
 /** A screen of the next issue (the admin screens): a real page that says so. */
 export function PlaceholderPage({ name }: { name: keyof typeof TEXT }) {
   const text = TEXT[name];
+  const session = currentSession();
+  if (name === 'settings' && session.user.role !== 'admin') {
+    // The server refuses an agent every admin route (403): the app offers none of them.
+    return (
+      <div class="placeholder">
+        <h1 id="page-title">Settings</h1>
+        <p>
+          Settings are for admins. Ask an admin of {session.account.name} to change channels,
+          webhooks, API keys, people, teams or templates.
+        </p>
+      </div>
+    );
+  }
   return (
     <div class="placeholder">
       <h1 id="page-title">{text.title}</h1>

@@ -8,7 +8,7 @@ import { onLinkClick } from '../../lib/router.js';
 import { MenuButton, type MenuItem } from '../../ui/MenuButton.js';
 import { ContactPanel } from '../contacts/ContactPanel.js';
 import { setOpenConversation } from '../live/live.js';
-import { usePresence } from '../live/presence.js';
+import { usePresence, whenSomeoneArrives } from '../live/presence.js';
 import { currentSession } from '../session/session.js';
 import { Composer, type ComposerMode } from './Composer.js';
 import { act, markRead, sendPresence, useConversation } from './conversation-data.js';
@@ -40,7 +40,13 @@ export function ConversationPane(props: {
   useEffect(() => {
     sendPresence(id, 'viewing');
     const timer = setInterval(() => sendPresence(id, 'viewing'), VIEWING_EVERY_MS);
-    return () => clearInterval(timer);
+    whenSomeoneArrives((where) => {
+      if (where === id) sendPresence(id, 'viewing');
+    });
+    return () => {
+      clearInterval(timer);
+      whenSomeoneArrives(null);
+    };
   }, [id]);
 
   const c = conversation.data;

@@ -1,4 +1,4 @@
-import { useLayoutEffect, useRef } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useRef } from 'preact/hooks';
 import type { Conversation, Message, Note } from '../../api/types.js';
 import { fullTime, shortTime } from '../../lib/format.js';
 import { retryInput, sendMessage, useMessages, useNotes } from './conversation-data.js';
@@ -11,9 +11,12 @@ type Entry = { kind: 'message'; item: Message } | { kind: 'note'; item: Note };
  */
 export function MessageLog({ conversation }: { conversation: Conversation }) {
   const messages = useMessages(conversation.id);
-  const notes = useNotes(conversation.id).data ?? [];
+  const notesQuery = useNotes(conversation.id);
+  const notes = notesQuery.data?.pages.flatMap((p) => p.data) ?? [];
   const scrollRef = useRef<HTMLDivElement>(null);
   const before = useRef({ height: 0, top: 0, oldest: '', newest: '' });
+  /** Whether the reader is at the newest (then what grows keeps them there). */
+  const atBottom = useRef(true);
 
   const loaded = messages.data?.pages.flatMap((p) => p.data) ?? [];
   const oldestLoaded = loaded.at(-1)?.created_at;
@@ -29,6 +32,17 @@ export function MessageLog({ conversation }: { conversation: Conversation }) {
       : a.item.created_at.localeCompare(b.item.created_at),
   );
 
+  // Notes page beside the history: while the oldest note loaded is newer than the oldest
+  // message loaded, the next page of notes is due.
+  const oldestNote = notes.at(-1)?.created_at;
+  const notesDue =
+    notesQuery.hasNextPage &&
+    !notesQuery.isFetchingNextPage &&
+    (!messages.hasNextPage || (oldestNote && oldestLoaded && oldestNote >= oldestLoaded));
+  useEffect(() => {
+    if (notesDue) void notesQuery.fetchNextPage();
+  }, [notesDue, oldestNote, oldestLoaded]);
+
   const oldest = entries[0]?.item.id ?? '';
   const newest = entries.at(-1)?.item.id ?? '';
   useLayoutEffect(() => {
@@ -40,13 +54,33 @@ export function MessageLog({ conversation }: { conversation: Conversation }) {
       el.scrollTop = was.top + (el.scrollHeight - was.height);
     } else if (newest !== was.newest) {
       const nearBottom = was.height - was.top - el.clientHeight < 120;
-      if (!was.newest || nearBottom || lastIsOwn(entries)) el.scrollTop = el.scrollHeight;
+      if (!was.newest || nearBottom || lastIsOwn(entries)) {
+        el.scrollTop = el.scrollHeight;
+        atBottom.current = true;
+      }
+    } else if (atBottom.current) {
+      // Something grew in place (notes came in, a status line): a log at its bottom stays there.
+      el.scrollTop = el.scrollHeight;
     }
     before.current = { height: el.scrollHeight, top: el.scrollTop, oldest, newest };
   });
 
+  // An image that loads below grows the log: a log that was at its bottom stays there.
+  useEffect(() => {
+    const el = scrollRef.current;
+    if (!el) return;
+    const onLoad = (e: Event) => {
+      if (!(e.target instanceof HTMLImageElement) || !atBottom.current) return;
+      el.scrollTop = el.scrollHeight;
+      before.current = { ...before.current, height: el.scrollHeight, top: el.scrollTop };
+    };
+    el.addEventListener('load', onLoad, true);
+    return () => el.removeEventListener('load', onLoad, true);
+  }, []);
+
   const onScroll = () => {
     const el = scrollRef.current!;
+    atBottom.current = el.scrollHeight - el.scrollTop - el.clientHeight < 120;
     before.current = { ...before.current, height: el.scrollHeight, top: el.scrollTop };
     if (el.scrollTop < 200 && messages.hasNextPage && !messages.isFetchingNextPage) {
       void messages.fetchNextPage();

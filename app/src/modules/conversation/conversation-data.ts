@@ -1,8 +1,9 @@
 import type { InfiniteData } from '@tanstack/query-core';
-import { api, data, request } from '../../api/client.js';
-import { keys, type MessagePage } from '../../api/keys.js';
-import type { Conversation, Message, Note, Upload } from '../../api/types.js';
+import { api, data } from '../../api/client.js';
+import { keys, type MessagePage, type NotePage } from '../../api/keys.js';
+import type { Conversation, Message, Upload } from '../../api/types.js';
 import { queryClient, useInfiniteQuery, useQuery } from '../../lib/query.js';
+import { upsertNote } from '../live/live.js';
 
 const HISTORY_PAGE = 50;
 
@@ -47,18 +48,23 @@ export function useMessages(id: string) {
   });
 }
 
+/** The notes, newest page first, paged as the history is (before=note_…). */
 export function useNotes(id: string) {
-  return useQuery<Note[]>({
+  return useInfiniteQuery<NotePage, string | null>({
     queryKey: keys.notes(id),
-    queryFn: async ({ signal }) =>
-      (
-        await data(
-          api.GET('/v1/conversations/{id}/notes', {
-            params: { path: { id }, query: { limit: 100 } },
-            signal,
-          }),
-        )
-      ).data,
+    initialPageParam: null,
+    getNextPageParam: (last) => (last.has_more ? (last.data.at(-1)?.id ?? null) : undefined),
+    queryFn: ({ pageParam, signal }) =>
+      data(
+        api.GET('/v1/conversations/{id}/notes', {
+          params: {
+            path: { id },
+            query: { limit: HISTORY_PAGE, ...(pageParam ? { before: pageParam } : {}) },
+          },
+          signal,
+        }),
+      ) as Promise<NotePage>,
+    staleTime: Infinity,
   });
 }
 
@@ -82,11 +88,11 @@ export type SendInput =
   | { type: 'template'; template_name: string; template_params: string[] };
 
 export async function sendMessage(conversation: Conversation, input: SendInput): Promise<Message> {
-  // `media_id` is DESIGN §5's upload (POST /v1/media); the document does not carry it yet.
-  const message = await request<Message>('/v1/messages/send', {
-    method: 'POST',
-    json: { contact_id: conversation.contact_id, channel: conversation.channel, ...input },
-  });
+  const message = await data(
+    api.POST('/v1/messages/send', {
+      body: { contact_id: conversation.contact_id, channel: conversation.channel, ...input },
+    }),
+  );
   addMessage(message);
   return message;
 }
@@ -95,9 +101,11 @@ export async function sendMessage(conversation: Conversation, input: SendInput):
 export function retryInput(message: Message): SendInput | null {
   if (message.type === 'text' && message.content) return { type: 'text', content: message.content };
   if ((message.type === 'image' || message.type === 'document') && message.media_url) {
+    // An upload is sent again by its id; a link from elsewhere by its link.
+    const own = /^(?:https?:\/\/[^/]+)?\/v1\/media\/(med_[A-Za-z0-9]+)/.exec(message.media_url);
     return {
       type: message.type,
-      media_url: message.media_url,
+      ...(own ? { media_id: own[1] } : { media_url: message.media_url }),
       ...(message.content ? { content: message.content } : {}),
     };
   }
@@ -105,19 +113,27 @@ export function retryInput(message: Message): SendInput | null {
 }
 
 export async function addNote(conversationId: string, content: string): Promise<void> {
-  await data(
+  const note = await data(
     api.POST('/v1/conversations/{id}/notes', {
       params: { path: { id: conversationId } },
       body: { content },
     }),
   );
-  await queryClient.invalidateQueries({ queryKey: keys.notes(conversationId) });
+  upsertNote(note);
 }
 
 export async function upload(file: File): Promise<Upload> {
-  const form = new FormData();
-  form.append('file', file, file.name);
-  return request<Upload>('/v1/media', { method: 'POST', body: form });
+  return data(
+    api.POST('/v1/media', {
+      // The document types the part as a string (binary); the browser sends the File itself.
+      body: { file: file as unknown as string },
+      bodySerializer: () => {
+        const form = new FormData();
+        form.append('file', file, file.name);
+        return form;
+      },
+    }),
+  );
 }
 
 export async function act(
@@ -143,8 +159,7 @@ export async function act(
 
 /** Tells the others this user is on the conversation (DESIGN §5: never stored). */
 export function sendPresence(id: string, state: 'viewing' | 'typing'): void {
-  request(`/v1/conversations/${encodeURIComponent(id)}/presence`, {
-    method: 'POST',
-    json: { state },
-  }).catch(() => undefined);
+  api
+    .POST('/v1/conversations/{id}/presence', { params: { path: { id } }, body: { state } })
+    .catch(() => undefined);
 }

@@ -1,10 +1,11 @@
 // The account's live event stream, read in one place: each event patches or invalidates the
 // query cache, so every screen follows the account without polling or reloading.
 import type { InfiniteData } from '@tanstack/query-core';
-import type { Conversation, LiveEvent, Message, Presence } from '../../api/types.js';
+import type { Conversation, LiveEvent, Message, Note, Presence } from '../../api/types.js';
 import { queryClient } from '../../lib/query.js';
-import { keys, type MessagePage } from '../../api/keys.js';
+import { keys, type MessagePage, type NotePage } from '../../api/keys.js';
 import { presenceUpdated } from './presence.js';
+import { COMING_EVENTS, STREAM_EVENTS, streamUrl } from './stream-events.js';
 
 /** The conversation on screen: what arrives there is read as it arrives. */
 let openConversation: { id: string; markRead: () => void } | null = null;
@@ -16,7 +17,7 @@ export function setOpenConversation(open: { id: string; markRead: () => void } |
 const SETTLE_MS = 60;
 let pending: Set<string> | null = null;
 
-function invalidateSoon(what: 'lists' | 'counts' | `notes:${string}` | `contact:${string}`) {
+function invalidateSoon(what: 'lists' | 'counts' | `contact:${string}`) {
   if (!pending) {
     pending = new Set();
     setTimeout(() => {
@@ -25,8 +26,6 @@ function invalidateSoon(what: 'lists' | 'counts' | `notes:${string}` | `contact:
       for (const item of due) {
         if (item === 'lists') void queryClient.invalidateQueries({ queryKey: keys.lists() });
         else if (item === 'counts') void queryClient.invalidateQueries({ queryKey: keys.counts() });
-        else if (item.startsWith('notes:'))
-          void queryClient.invalidateQueries({ queryKey: keys.notes(item.slice(6)) });
         else void queryClient.invalidateQueries({ queryKey: keys.contact(item.slice(8)) });
       }
     }, SETTLE_MS);
@@ -51,6 +50,19 @@ function upsertMessage(message: Message): void {
       }));
       if (!found && pages[0]) pages[0] = { ...pages[0], data: [message, ...pages[0].data] };
       return { ...old, pages };
+    },
+  );
+}
+
+/** Puts a note in its conversation's loaded notes (known: left as it is). */
+export function upsertNote(note: Note): void {
+  queryClient.setQueryData<InfiniteData<NotePage, string | null>>(
+    keys.notes(note.conversation_id),
+    (old) => {
+      if (!old?.pages[0]) return old;
+      if (old.pages.some((p) => p.data.some((n) => n.id === note.id))) return old;
+      const [first, ...rest] = old.pages;
+      return { ...old, pages: [{ ...first, data: [note, ...first.data] }, ...rest] };
     },
   );
 }
@@ -80,7 +92,7 @@ export function applyEvent(event: LiveEvent): void {
     invalidateSoon('lists');
     invalidateSoon('counts');
   } else if (type === 'note.created') {
-    invalidateSoon(`notes:${(event.data as { conversation_id: string }).conversation_id}`);
+    upsertNote(event.data as Note);
   } else if (type.startsWith('contact.')) {
     invalidateSoon(`contact:${(event.data as { id: string }).id}`);
     invalidateSoon('lists');
@@ -92,7 +104,7 @@ let source: EventSource | null = null;
 /** Opens the stream (once); EventSource reconnects by itself with Last-Event-ID. */
 export function startLive(): () => void {
   if (source) return stopLive;
-  source = new EventSource('/v1/events/stream');
+  source = new EventSource(streamUrl());
   const onMessage = (e: MessageEvent<string>) => {
     try {
       applyEvent({ event: e.type, ...(JSON.parse(e.data) as Omit<LiveEvent, 'event'>) });
@@ -101,22 +113,7 @@ export function startLive(): () => void {
     }
   };
   // Named SSE events arrive by name only: listen to those the app reads.
-  for (const type of [
-    'message.received',
-    'message.created',
-    'message.delivered',
-    'message.read',
-    'message.failed',
-    'conversation.assigned',
-    'conversation.resolved',
-    'conversation.reopened',
-    'conversation.unassigned',
-    'conversation.read',
-    'note.created',
-    'contact.updated',
-    'contact.created',
-    'presence.updated',
-  ]) {
+  for (const type of [...STREAM_EVENTS, ...COMING_EVENTS]) {
     source.addEventListener(type, onMessage as EventListener);
   }
   source.addEventListener('end', () => {

@@ -11,11 +11,25 @@ export function setPresenceSelf(userId: string | null): void {
   selfId = userId;
 }
 
+/**
+ * Called when someone arrives on a conversation (not there, or expired, until now): the open
+ * conversation answers with its own presence, so that a newcomer sees at once who is already
+ * there instead of at their next 15-second beat.
+ */
+let onArrival: ((conversationId: string) => void) | null = null;
+export function whenSomeoneArrives(callback: ((conversationId: string) => void) | null): void {
+  onArrival = callback;
+}
+
 export function presenceUpdated(presence: Presence): void {
   if (presence.user.id === selfId) return;
   let users = byConversation.get(presence.conversation_id);
   if (!users) byConversation.set(presence.conversation_id, (users = new Map<string, Presence>()));
+  const before = users.get(presence.user.id);
   users.set(presence.user.id, presence);
+  if (!before || new Date(before.expires_at).getTime() <= Date.now()) {
+    onArrival?.(presence.conversation_id);
+  }
   for (const l of listeners) l();
 }
 

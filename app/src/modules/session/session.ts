@@ -1,7 +1,7 @@
 // The signed-in user: read once at start (GET /v1/session), set by sign-in and invite
 // acceptance, cleared by sign-out or by any request that finds the session gone.
 import { useEffect, useState } from 'preact/hooks';
-import { ApiError, request, setCsrfToken, whenSignedOut } from '../../api/client.js';
+import { api, ApiError, data, setCsrfToken, whenSignedOut } from '../../api/client.js';
 import type { Session } from '../../api/types.js';
 import { queryClient } from '../../lib/query.js';
 
@@ -24,7 +24,7 @@ whenSignedOut(() => {
 
 export async function loadSession(): Promise<void> {
   try {
-    set({ status: 'signed-in', session: await request<Session>('/v1/session') });
+    set({ status: 'signed-in', session: await data(api.GET('/v1/session')) });
   } catch {
     set({ status: 'signed-out' });
   }
@@ -39,12 +39,12 @@ export async function signIn(input: {
   password: string;
   account_id?: string;
 }): Promise<void> {
-  signedIn(await request<Session>('/v1/session', { method: 'POST', json: input }));
+  signedIn(await data(api.POST('/v1/session', { body: input })));
 }
 
 export async function signOut(): Promise<void> {
   try {
-    await request('/v1/session', { method: 'DELETE' });
+    await api.DELETE('/v1/session');
   } catch (err) {
     if (!(err instanceof ApiError)) throw err;
   }
@@ -57,7 +57,7 @@ export async function acceptInvite(input: {
   name?: string;
   email?: string;
 }): Promise<void> {
-  signedIn(await request<Session>('/v1/invites/accept', { method: 'POST', json: input }));
+  signedIn(await data(api.POST('/v1/invites/accept', { body: input })));
 }
 
 export function useSession(): State {
