@@ -1,5 +1,8 @@
 // The screenshots of docs/app.md, desktop and phone, with realistic content; axe on the phone
 // layout while at it.
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newAccount } from '../helpers.js';
@@ -16,7 +19,11 @@ import {
   type BrowserApp,
 } from './app-helpers.js';
 
-const DOCS = new URL('../../docs/', import.meta.url).pathname;
+// Written into docs/ only when asked (UPDATE_SCREENSHOTS=1), so that a test run leaves the
+// checkout as it was; otherwise into a temporary folder, still taken and checked.
+const DOCS = process.env.UPDATE_SCREENSHOTS
+  ? new URL('../../docs/', import.meta.url).pathname
+  : `${mkdtempSync(path.join(tmpdir(), 'switchboard-screens-'))}/`;
 
 describe.skipIf(!RUN_BROWSER)('the screenshots of docs/app.md', () => {
   let app: BrowserApp;
