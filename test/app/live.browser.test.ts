@@ -46,10 +46,10 @@ describe.skipIf(!RUN_BROWSER)('two agents at once in Chromium', () => {
     await adaPane.waitFor();
 
     // Presence: each says so as the conversation opens, and while typing.
-    await bobPane.getByText('Ada Lovelace is viewing').waitFor({ timeout: 5_000 });
-    await adaPane.getByText('Bob Builder is viewing').waitFor({ timeout: 5_000 });
+    await bobPane.getByText('Ada Lovelace is viewing').waitFor({ timeout: 15_000 });
+    await adaPane.getByText('Bob Builder is viewing').waitFor({ timeout: 15_000 });
     await ada.page.getByRole('textbox', { name: 'Reply' }).pressSequentially('Sure, what is');
-    await bobPane.getByText('Ada Lovelace is typing').waitFor({ timeout: 5_000 });
+    await bobPane.getByText('Ada Lovelace is typing').waitFor({ timeout: 15_000 });
 
     const header = (pane: typeof bobPane) => pane.getByRole('banner').or(pane.locator('header'));
     const assign = async (item: string) => {
@@ -82,10 +82,10 @@ describe.skipIf(!RUN_BROWSER)('two agents at once in Chromium', () => {
     await expect.poll(() => bob.page.getByRole('tab', { name: /^Mine 0$/ }).count()).toBe(1);
 
     await adaPane.getByRole('button', { name: 'Resolve' }).click();
-    await bobPane.getByRole('button', { name: 'Reopen' }).waitFor({ timeout: 3_000 });
+    await bobPane.getByRole('button', { name: 'Reopen' }).waitFor({ timeout: 15_000 });
     await expect.poll(() => bob.page.getByRole('tab', { name: /^All 0$/ }).count()).toBe(1);
     await adaPane.getByRole('button', { name: 'Reopen' }).click();
-    await bobPane.getByRole('button', { name: 'Resolve' }).waitFor({ timeout: 3_000 });
+    await bobPane.getByRole('button', { name: 'Resolve' }).waitFor({ timeout: 15_000 });
     await expect.poll(() => bob.page.getByRole('tab', { name: /^All 1$/ }).count()).toBe(1);
 
     await ada.context.close();
@@ -111,7 +111,7 @@ describe.skipIf(!RUN_BROWSER)('two agents at once in Chromium', () => {
       await ada.page.getByRole('textbox', { name: 'Reply' }).press('Enter');
       await expect
         .poll(() => bob.page.getByRole('log', { name: 'Messages' }).textContent(), {
-          timeout: 5_000,
+          timeout: 15_000,
         })
         .toContain('Sure, what is the new address?');
       await bob.page.getByRole('button', { name: 'Private note' }).click();
@@ -119,7 +119,7 @@ describe.skipIf(!RUN_BROWSER)('two agents at once in Chromium', () => {
       await bob.page.getByRole('textbox', { name: 'Note' }).press('Enter');
       await expect
         .poll(() => ada.page.getByRole('log', { name: 'Messages' }).textContent(), {
-          timeout: 5_000,
+          timeout: 15_000,
         })
         .toContain('Check the courier first.');
       await ada.context.close();
