@@ -4,7 +4,8 @@ import { AccountsRepository, type KeyOwner } from './accounts/accounts.repositor
 import { ReadCache } from './db/read-cache.js';
 import { AccountsService, type Account } from './accounts/accounts.service.js';
 import { systemClock } from './clock.js';
-import { ConfigError, loadConfig } from './config.js';
+import { ConfigError, loadConfig, type Config } from './config.js';
+import type { Db } from './db/database.js';
 import type { Plan, UserRole } from './db/schema.js';
 import { Transactor } from './db/transactor.js';
 import { AppError } from './errors.js';
@@ -49,32 +50,37 @@ function describeAccount(what: string, a: Account): string {
 }
 
 /** Runs `work` against the configured store (embedded under DATA_DIR, or DATABASE_URL). */
-async function withAccounts<T>(work: (accounts: AccountsService) => Promise<T>): Promise<T> {
-  const store = await openStore(loadConfig());
+async function withStore<T>(work: (db: Db, config: Config) => Promise<T>): Promise<T> {
+  const config = loadConfig();
+  const store = await openStore(config);
   try {
-    // A one-off command caches nothing (the cache stays disabled); running services hear of
-    // its changes through the change feed.
-    const cache = new ReadCache<KeyOwner>({ maxEntries: 1, ttlMs: 0 });
-    return await work(
-      new AccountsService({
-        db: store.db,
-        accounts: new AccountsRepository(store.db),
-        clock: systemClock,
-        cache,
-      }),
-    );
+    return await work(store.db, config);
   } finally {
     await store.close();
   }
+}
+
+function accountsOf(db: Db): AccountsService {
+  // A one-off command caches nothing (the cache stays disabled); running services hear of its
+  // changes through the change feed.
+  const cache = new ReadCache<KeyOwner>({ maxEntries: 1, ttlMs: 0 });
+  return new AccountsService({
+    db,
+    accounts: new AccountsRepository(db),
+    clock: systemClock,
+    cache,
+  });
+}
+
+async function withAccounts<T>(work: (accounts: AccountsService) => Promise<T>): Promise<T> {
+  return withStore((db) => work(accountsOf(db)));
 }
 
 /** Runs `work` with the users of the configured store (invites; nothing that needs a request). */
 async function withUsers<T>(
   work: (users: UsersService, accounts: AccountsService) => Promise<T>,
 ): Promise<T> {
-  const config = loadConfig();
-  return withAccounts(async (accounts) => {
-    const db = accounts.db;
+  return withStore((db, config) => {
     const users = new UsersService({
       tx: new Transactor(db),
       users: new UsersRepository(db),
@@ -86,18 +92,13 @@ async function withUsers<T>(
       clock: systemClock,
       publicUrl: config.publicUrl,
     });
-    return work(users, accounts);
+    return work(users, accountsOf(db));
   });
 }
 
 /** Runs `work` on the dead jobs of the configured store. */
 async function withDeadJobs<T>(work: (jobs: DeadJobs) => Promise<T>): Promise<T> {
-  const store = await openStore(loadConfig());
-  try {
-    return await work(new DeadJobs({ db: store.db, clock: systemClock }));
-  } finally {
-    await store.close();
-  }
+  return withStore((db) => work(new DeadJobs({ db, clock: systemClock })));
 }
 
 function describeDeadJob(j: DeadJob): string {

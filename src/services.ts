@@ -99,9 +99,8 @@ export type AppConfig = Pick<
   | 'publicUrl'
   | 'secretsKey'
   | 'mediaMaxBytes'
+  | 'sessionRateLimitPerMinute'
 > &
-  /** SESSION_RATE_LIMIT_PER_MINUTE (1,200 when absent). */
-  Partial<Pick<Config, 'sessionRateLimitPerMinute'>> &
   /** Believe no X-Forwarded-For when absent. */
   Partial<Pick<Config, 'trustProxy'>>;
 
@@ -192,7 +191,7 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     sessions: sessionsRepo,
     invites: invitesRepo,
     clock,
-    rateLimitPerMinute: config.sessionRateLimitPerMinute ?? 1200,
+    rateLimitPerMinute: config.sessionRateLimitPerMinute,
   });
   const webchatWakeups = new WebchatWakeups(db);
   const webchatProvider = new WebchatProvider(webchatWakeups);

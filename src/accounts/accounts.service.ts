@@ -56,8 +56,6 @@ export function effectiveRateLimit(owner: Pick<KeyOwner, 'plan' | 'rateLimitPerM
 
 export class AccountsService {
   private readonly owners: Batcher<string, KeyOwner | undefined>;
-  /** The store the accounts are in (the command line builds other services on it). */
-  readonly db: Db;
 
   constructor(
     private readonly deps: {
@@ -68,7 +66,6 @@ export class AccountsService {
       cache: ReadCache<KeyOwner>;
     },
   ) {
-    this.db = deps.db;
     this.owners = new Batcher((hashes) => deps.accounts.findKeyOwners(hashes), {
       maxBatch: 100,
       maxConcurrent: 1,

@@ -3,14 +3,13 @@ import { isUniqueViolation } from '../db/errors.js';
 import type { Scope, Transactor } from '../db/transactor.js';
 import { AppError, Conflict, NotFound, Unauthorized, ValidationError } from '../errors.js';
 import type { Principal } from '../http/auth.js';
-import { newId } from '../ids.js';
 import type { InvitesRepository } from './invites.repository.js';
 import { hashPassword, verifyPassword } from './passwords.js';
 import type { ActiveSession, SessionsRepository } from './sessions.repository.js';
 import { newToken, tokenHash } from './tokens.js';
 import type { SignInCandidate, UserRow, UsersRepository } from './users.repository.js';
 import type { AcceptInviteBody, ChangePasswordBody, Session, SignInBody } from './users.schema.js';
-import { toUser } from './users.service.js';
+import { newUserRow, toUser } from './users.service.js';
 
 /** A session ends after this long without a request… */
 export const SESSION_IDLE_MS = 12 * 60 * 60 * 1000;
@@ -99,15 +98,11 @@ export class SessionsService {
           throw new ValidationError('email', 'is required to set up the first admin');
         if (input.name === undefined)
           throw new ValidationError('name', 'is required to set up the first admin');
-        const row: UserRow = {
-          account_id: invite.account_id,
-          id: newId('usr'),
-          name: input.name,
-          email: input.email,
-          role: 'admin',
-          password_hash: passwordHash,
-          created_at: now,
-        };
+        const row = newUserRow(
+          invite.account_id,
+          { name: input.name, email: input.email, role: 'admin', password_hash: passwordHash },
+          now,
+        );
         try {
           await this.deps.users.insertUser(trx, row);
         } catch (err) {

@@ -32,6 +32,21 @@ export const toUser = (r: UserRow): User => ({
   status: r.password_hash === null ? 'invited' : 'active',
   created_at: r.created_at.toISOString(),
 });
+/** A new user of the account, as stored (no password until they accept an invite). */
+export function newUserRow(
+  accountId: string,
+  fields: { name: string; email: string; role: UserRole; password_hash?: string },
+  now: Date,
+): UserRow {
+  return {
+    account_id: accountId,
+    id: newId('usr'),
+    password_hash: null,
+    ...fields,
+    created_at: now,
+  };
+}
+
 const toTeam = (r: TeamRow): Team => ({
   id: r.id,
   name: r.name,
@@ -64,15 +79,11 @@ export class UsersService {
 
   /** Adds a user (an agent unless `role` says otherwise) with the invite that sets a password. */
   async createUser(scope: Scope, input: CreateUserBody): Promise<CreatedUser> {
-    const row: UserRow = {
-      account_id: scope.accountId,
-      id: newId('usr'),
-      name: input.name,
-      email: input.email,
-      role: input.role ?? 'agent',
-      password_hash: null,
-      created_at: this.deps.clock.now(),
-    };
+    const row = newUserRow(
+      scope.accountId,
+      { name: input.name, email: input.email, role: input.role ?? 'agent' },
+      this.deps.clock.now(),
+    );
     // In a transaction, like every write, so that an idempotent request's record commits with it.
     return this.deps.tx.run(scope, async (trx) => {
       try {
@@ -98,16 +109,12 @@ export class UsersService {
       const found = await this.deps.users.findUserByEmail(trx, accountId, input.email);
       if (found)
         return { user_id: found.id, ...(await this.invite(trx, accountId, found.id, found.role)) };
-      const row: UserRow = {
-        account_id: accountId,
-        id: newId('usr'),
-        // A name the user gives when accepting, if none is given now.
-        name: input.name ?? '',
-        email: input.email,
-        role: input.role,
-        password_hash: null,
-        created_at: this.deps.clock.now(),
-      };
+      // Without a name now, the user gives one when accepting.
+      const row = newUserRow(
+        accountId,
+        { name: input.name ?? '', email: input.email, role: input.role },
+        this.deps.clock.now(),
+      );
       await this.deps.users.insertUser(trx, row);
       return { user_id: row.id, ...(await this.invite(trx, accountId, row.id, row.role)) };
     });

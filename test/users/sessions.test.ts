@@ -450,3 +450,61 @@ describe('who did it', () => {
     expect(events[2]!.data).toEqual({ ...assigned.json(), actor });
   });
 });
+
+describe('what is stored, and the cookie on https', () => {
+  it('keeps only hashes of session and invite tokens', async () => {
+    const acc = await newAccount(t);
+    const created = await acc.call({
+      method: 'POST',
+      url: '/v1/users',
+      payload: { name: 'Hal', email: `${unique()}@example.com` },
+    });
+    const inviteToken = tokenOf(created.json().invite_url);
+    const invites = await t.db
+      .selectFrom('invites')
+      .selectAll()
+      .where('account_id', '=', acc.accountId)
+      .execute();
+    expect(invites).toHaveLength(1);
+    expect(JSON.stringify(invites)).not.toContain(inviteToken);
+    const user = sessionClient(
+      t,
+      await t.app.inject({
+        method: 'POST',
+        url: '/v1/invites/accept',
+        payload: { token: inviteToken, password: PASSWORD },
+      }),
+    );
+    const sessions = await t.db
+      .selectFrom('sessions')
+      .selectAll()
+      .where('account_id', '=', acc.accountId)
+      .execute();
+    expect(sessions).toHaveLength(1);
+    expect(JSON.stringify(sessions)).not.toContain(user.token);
+  });
+
+  it('marks the cookie Secure when PUBLIC_URL is https', async () => {
+    const secure = await startTestApp({ config: { publicUrl: 'https://inbox.example.com' } });
+    try {
+      const acc = await newAccount(secure);
+      const created = await acc.call({
+        method: 'POST',
+        url: '/v1/users',
+        payload: { name: 'Ivy', email: `${unique()}@example.com` },
+      });
+      expect(created.json().invite_url).toMatch(
+        /^https:\/\/inbox\.example\.com\/app\/invite#token=/,
+      );
+      const res = await secure.app.inject({
+        method: 'POST',
+        url: '/v1/invites/accept',
+        payload: { token: tokenOf(created.json().invite_url), password: PASSWORD },
+      });
+      expectStatus(res, 201);
+      expect(String(res.headers['set-cookie'])).toMatch(/; Secure$/);
+    } finally {
+      await secure.close();
+    }
+  });
+});
