@@ -217,5 +217,5 @@ export const PresenceBody = Type.Object(
       description: 'Shown to the other agents for 30 seconds; repeat it to keep it shown.',
     }),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, examples: [{ state: 'typing' }] },
 );

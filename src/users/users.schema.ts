@@ -43,7 +43,10 @@ export const CreateUserBody = Type.Object(
     email: Type.String({ format: 'email', maxLength: 254, description: 'Unique in the account.' }),
     role: Type.Optional(Role),
   },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    examples: [{ name: 'Grace Hopper', email: 'grace@example.com', role: 'agent' }],
+  },
 );
 export type CreateUserBody = Static<typeof CreateUserBody>;
 
@@ -106,7 +109,10 @@ export const SignInBody = Type.Object(
       }),
     ),
   },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    examples: [{ email: 'ada@example.com', password: 'correct horse battery' }],
+  },
 );
 export type SignInBody = Static<typeof SignInBody>;
 
@@ -129,7 +135,16 @@ export const AcceptInviteBody = Type.Object(
       }),
     ),
   },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    examples: [
+      {
+        token: 'V3kq2bX9oN1sYt7LwR4eZc8HmA0pJdF6uGiQyTnKxE5',
+        password: 'correct horse battery',
+        name: 'Ada Lovelace',
+      },
+    ],
+  },
 );
 export type AcceptInviteBody = Static<typeof AcceptInviteBody>;
 
@@ -156,6 +171,22 @@ export const Session = Type.Object(
         'Sent as `X-CSRF-Token` on every POST, PUT, PATCH and DELETE made with the cookie.',
     }),
   },
-  { $id: 'Session' },
+  {
+    $id: 'Session',
+    examples: [
+      {
+        user: {
+          id: 'usr_01J9Z3Q4W7ZK4S5V2N8C6B1XQA',
+          name: 'Ada Lovelace',
+          email: 'ada@example.com',
+          role: 'admin',
+          status: 'active',
+          created_at: '2026-11-27T09:30:00.000Z',
+        },
+        account: { id: 'acc_01J9Z3Q4W7ZK4S5V2N8C6B1XQB', name: 'Default', plan: 'growth' },
+        csrf_token: 'pQ8sZ1xV4nK7bT2wR9eY5cH0mA3jD6fL8uG1iO4tN7k',
+      },
+    ],
+  },
 );
 export type Session = Static<typeof Session>;

@@ -1362,6 +1362,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "user": {
+                     *         "id": "usr_01J9Z3Q4W7ZK4S5V2N8C6B1XQA",
+                     *         "name": "Ada Lovelace",
+                     *         "email": "ada@example.com",
+                     *         "role": "admin",
+                     *         "status": "active",
+                     *         "created_at": "2026-11-27T09:30:00.000Z"
+                     *       },
+                     *       "account": {
+                     *         "id": "acc_01J9Z3Q4W7ZK4S5V2N8C6B1XQB",
+                     *         "name": "Default",
+                     *         "plan": "growth"
+                     *       },
+                     *       "csrf_token": "pQ8sZ1xV4nK7bT2wR9eY5cH0mA3jD6fL8uG1iO4tN7k"
+                     *     }
+                     */
                     "application/json": {
                         user: components["schemas"]["User"];
                         account: {
@@ -1412,6 +1430,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "email": "ada@example.com",
+                 *       "password": "correct horse battery"
+                 *     }
+                 */
                 "application/json": {
                     email: string;
                     password: string;
@@ -1427,6 +1451,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "user": {
+                     *         "id": "usr_01J9Z3Q4W7ZK4S5V2N8C6B1XQA",
+                     *         "name": "Ada Lovelace",
+                     *         "email": "ada@example.com",
+                     *         "role": "admin",
+                     *         "status": "active",
+                     *         "created_at": "2026-11-27T09:30:00.000Z"
+                     *       },
+                     *       "account": {
+                     *         "id": "acc_01J9Z3Q4W7ZK4S5V2N8C6B1XQB",
+                     *         "name": "Default",
+                     *         "plan": "growth"
+                     *       },
+                     *       "csrf_token": "pQ8sZ1xV4nK7bT2wR9eY5cH0mA3jD6fL8uG1iO4tN7k"
+                     *     }
+                     */
                     "application/json": {
                         user: components["schemas"]["User"];
                         account: {
@@ -1536,6 +1578,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "token": "V3kq2bX9oN1sYt7LwR4eZc8HmA0pJdF6uGiQyTnKxE5",
+                 *       "password": "correct horse battery",
+                 *       "name": "Ada Lovelace"
+                 *     }
+                 */
                 "application/json": {
                     token: string;
                     /** @description At least 10 characters. */
@@ -1557,6 +1606,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "user": {
+                     *         "id": "usr_01J9Z3Q4W7ZK4S5V2N8C6B1XQA",
+                     *         "name": "Ada Lovelace",
+                     *         "email": "ada@example.com",
+                     *         "role": "admin",
+                     *         "status": "active",
+                     *         "created_at": "2026-11-27T09:30:00.000Z"
+                     *       },
+                     *       "account": {
+                     *         "id": "acc_01J9Z3Q4W7ZK4S5V2N8C6B1XQB",
+                     *         "name": "Default",
+                     *         "plan": "growth"
+                     *       },
+                     *       "csrf_token": "pQ8sZ1xV4nK7bT2wR9eY5cH0mA3jD6fL8uG1iO4tN7k"
+                     *     }
+                     */
                     "application/json": {
                         user: components["schemas"]["User"];
                         account: {
@@ -2608,6 +2675,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "Grace Hopper",
+                 *       "email": "grace@example.com",
+                 *       "role": "agent"
+                 *     }
+                 */
                 "application/json": {
                     name: string;
                     /**
@@ -4625,6 +4699,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "state": "typing"
+                 *     }
+                 */
                 "application/json": {
                     /** @description Shown to the other agents for 30 seconds; repeat it to keep it shown. */
                     state: "viewing" | "typing";
