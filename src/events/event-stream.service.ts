@@ -9,6 +9,7 @@ import { EventStream } from './event-stream.js';
 import { STREAM_EVENT_TYPES } from './event-types.js';
 import type { EventsRepository, StreamPosition } from './events.repository.js';
 import type { Presence } from './presence.js';
+import { SharedEventReads } from './shared-reads.js';
 import { EVENT_RETENTION_MS } from './retention.js';
 
 const KEEP_ALIVE_MS = 15_000;
@@ -66,6 +67,7 @@ export class EventStreamService {
   private ticker: NodeJS.Timeout | null = null;
   private checker: NodeJS.Timeout | null = null;
   private readonly limits: Required<EventStreamLimits>;
+  private readonly reads: SharedEventReads;
 
   constructor(
     private readonly deps: {
@@ -88,6 +90,7 @@ export class EventStreamService {
       credentialCheckMs: CREDENTIAL_CHECK_MS,
       ...deps.limits,
     };
+    this.reads = new SharedEventReads(deps.events);
   }
 
   /** Streams open in this process (tests check that a closed one is gone). */
@@ -111,7 +114,7 @@ export class EventStreamService {
       accountId: scope.accountId,
       types,
       from,
-      events: this.deps.events,
+      reads: this.reads,
       feed: this.deps.feed,
       log: this.deps.log,
       pollMs: this.limits.pollMs,

@@ -1,9 +1,9 @@
 import { PassThrough } from 'node:stream';
 import { SseWriter } from '../realtime/sse.js';
-import { eventBody } from '../webhooks/signing.js';
 import type { EventFeed } from './event-feed.js';
-import type { EventsRepository, StreamPosition } from './events.repository.js';
+import type { StreamPosition } from './events.repository.js';
 import type { Presence, PresenceUpdate } from './presence.js';
+import type { SharedEventReads } from './shared-reads.js';
 
 /** Events read (and at most buffered beyond the socket's own buffer) at once. */
 const BATCH = 100;
@@ -22,7 +22,7 @@ export interface EventStreamOptions {
   types: readonly string[] | null;
   /** The stream sends the events after this place. */
   from: StreamPosition;
-  events: EventsRepository;
+  reads: SharedEventReads;
   feed: EventFeed;
   log: Log;
   /** How long after a failed read (the database unreachable) it reads again. */
@@ -39,7 +39,8 @@ export interface EventStreamOptions {
 /**
  * One account's events as Server-Sent Events, written to `output`: each in the webhook
  * envelope (the exact bytes a webhook would receive), with the event id as `id:` and its type as
- * `event:`. Woken by the event feed, it reads what follows its cursor and writes it; when the
+ * `event:`. Woken by the event feed, it reads what follows its cursor (a read shared with the
+ * account's other streams that stand where it does) and writes it; when the
  * client reads slowly it waits for the socket to drain before reading more, so a stream holds at
  * most one batch in memory. Ending `output` (or the client going away, which destroys it) frees
  * everything: the feed subscription and the timers.
@@ -117,24 +118,14 @@ export class EventStream {
         if (this.timer) clearTimeout(this.timer);
         this.timer = null;
         const limit = this.opts.batchSize ?? BATCH;
-        const batch = await this.opts.events.readAfter(
-          this.opts.accountId,
-          this.cursor,
-          this.opts.types,
-          limit,
-        );
+        const { reads, types } = this.opts;
+        const batch = await reads.readAfter(this.opts.accountId, this.cursor, limit);
         if (this.closed) return;
         let writable = true;
         for (const e of batch.events) {
           this.cursor = e.position;
-          if (!e.wanted) continue;
-          const body = eventBody({
-            id: e.id,
-            type: e.type,
-            created_at: e.created_at,
-            data: e.data,
-          });
-          writable = this.sse.send({ id: e.id, event: e.type, data: body.toString() });
+          if (types !== null && !types.includes(e.type)) continue;
+          writable = this.sse.send({ id: e.id, event: e.type, data: reads.body(e) });
         }
         if (batch.events.length === limit) this.pending = true;
         if (!writable) await this.sse.drained();

@@ -13,8 +13,6 @@ export interface StreamedEvent {
   id: string;
   type: string;
   created_at: Date;
-  /** Of the types asked for: sent. Otherwise passed over (and its data not read). */
-  wanted: boolean;
   data: unknown;
   position: StreamPosition;
 }
@@ -67,12 +65,7 @@ export class EventsRepository {
    * price is that an event waits while an older transaction of any account is still running;
    * transactions here are short (the network is never inside one).
    */
-  async readAfter(
-    accountId: string,
-    after: StreamPosition,
-    types: readonly string[] | null,
-    limit: number,
-  ): Promise<StreamBatch> {
+  async readAfter(accountId: string, after: StreamPosition, limit: number): Promise<StreamBatch> {
     const { rows } = await sql<{
       held: boolean;
       events: {
@@ -81,7 +74,6 @@ export class EventsRepository {
         xid: string;
         seq: number | string;
         created_at: string;
-        wanted: boolean;
         data: unknown;
       }[];
     }>`
@@ -90,10 +82,8 @@ export class EventsRepository {
         EXISTS (SELECT 1 FROM events l WHERE l.account_id = ${accountId} AND l.xid >= h.x) AS held,
         COALESCE((
           SELECT json_agg(b ORDER BY b.xid, b.seq) FROM (
-            SELECT e.id, e.type, e.xid, e.seq, e.created_at, w.wanted,
-              CASE WHEN w.wanted THEN e.data END AS data
-            FROM events e,
-              LATERAL (SELECT ${types}::text[] IS NULL OR e.type = ANY(${types}::text[]) AS wanted) w
+            SELECT e.id, e.type, e.xid, e.seq, e.created_at, e.data
+            FROM events e
             WHERE e.account_id = ${accountId}
               AND (e.xid, e.seq) > (${after.xid}::xid8, ${after.seq}::bigint)
               AND e.xid < h.x
@@ -108,7 +98,6 @@ export class EventsRepository {
         id: e.id,
         type: e.type,
         created_at: new Date(e.created_at),
-        wanted: e.wanted,
         data: e.data,
         position: { xid: String(e.xid), seq: String(e.seq) },
       })),

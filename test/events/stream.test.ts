@@ -3,8 +3,9 @@ import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { ulid } from 'ulid';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { inject } from 'vitest';
+import { EventsRepository } from '../../src/events/events.repository.js';
 import { Outbox } from '../../src/events/outbox.js';
 import type { EventPayloads, EventType } from '../../src/events/event-types.js';
 import { newId } from '../../src/ids.js';
@@ -171,6 +172,44 @@ describe('GET /v1/events/stream', () => {
     const empty = await stream(acc, '?events=');
     await empty.until(() => empty.ended);
     expect(empty.status).toBe(422);
+  });
+
+  it("reads each commit once for all of an account's streams that have caught up, whatever types each wants", async () => {
+    const acc = await newAccount(t);
+    const all = await Promise.all(Array.from({ length: 16 }, () => stream(acc)));
+    const contactsOnly = await Promise.all(
+      Array.from({ length: 4 }, () => stream(acc, '?events=contact.created')),
+    );
+    const streams = [...all, ...contactsOnly];
+    for (const s of streams) await s.until(() => s.retry !== null);
+    // The first event brings every stream to the same place, however each one started.
+    await record(t, acc.accountId, 'contact.created', fakeContact(0));
+    for (const s of streams) await s.until(() => s.messages.length === 1, 5_000, 'the first event');
+
+    const reads = vi.spyOn(EventsRepository.prototype, 'readAfter');
+    try {
+      for (let n = 1; n <= 5; n++) {
+        const type = n % 2 === 0 ? 'contact.created' : 'contact.updated';
+        await record(t, acc.accountId, type, fakeContact(n));
+        for (const s of all) await s.until(() => s.messages.length === n + 1, 5_000, `event ${n}`);
+      }
+      for (const s of contactsOnly) await s.until(() => s.messages.length === 3);
+      const ofAccount = reads.mock.calls.filter(([accountId]) => accountId === acc.accountId);
+      // One read per commit (and at most one more when a wake-up finds an event not yet
+      // settled), not one per stream: 20 streams reading for themselves would be 100 or more.
+      expect(ofAccount.length).toBeGreaterThanOrEqual(5);
+      expect(ofAccount.length).toBeLessThanOrEqual(12);
+    } finally {
+      reads.mockRestore();
+    }
+    for (const s of all)
+      expect(s.events.map((e) => (e.body.data as { n: number }).n)).toEqual([0, 1, 2, 3, 4, 5]);
+    for (const s of contactsOnly) {
+      expect(s.events.map((e) => (e.body.data as { n: number }).n)).toEqual([0, 2, 4]);
+      expect(s.messages.map((m) => m.event)).toEqual(Array(3).fill('contact.created'));
+    }
+    // The same bytes on every stream.
+    expect(new Set(all.map((s) => s.messages.map((m) => m.data).join('\n'))).size).toBe(1);
   });
 
   it('resumes after Last-Event-ID with exactly what was missed, no duplicates', async () => {
