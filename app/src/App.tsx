@@ -7,7 +7,10 @@ import { ShortcutsDialog } from './modules/shortcuts/ShortcutsDialog.js';
 import { useShortcuts } from './modules/shortcuts/shortcuts.js';
 import { AcceptInvitePage } from './pages/AcceptInvitePage.js';
 import { InboxPage } from './pages/InboxPage.js';
-import { PlaceholderPage } from './pages/PlaceholderPage.js';
+import { BroadcastsPage } from './pages/BroadcastsPage.js';
+import { ContactsPage } from './pages/ContactsPage.js';
+import { GettingStartedPage } from './pages/GettingStartedPage.js';
+import { SettingsPage } from './pages/SettingsPage.js';
 import { SignInPage } from './pages/SignInPage.js';
 import type { Session } from './api/types.js';
 
@@ -43,9 +46,10 @@ function Shell({ session, route }: { session: Session; route: Route }) {
     startLive();
     return stopLive;
   }, [session.user.id]);
-  // Signed in from a sign-in, setup or invite address: on to the inbox.
+  // Signed in from a sign-in, setup or invite address, or the app's bare address: on to the inbox.
   useEffect(() => {
-    if (route.name === 'sign-in' || route.name === 'setup' || route.name === 'invite') {
+    const bare = location.pathname === '/app' || location.pathname === '/app/';
+    if (bare || route.name === 'sign-in' || route.name === 'setup' || route.name === 'invite') {
       navigate('/inbox', { replace: true });
     }
   }, [route.name]);
@@ -94,13 +98,25 @@ function Shell({ session, route }: { session: Session; route: Route }) {
         </button>
       </header>
       <main id="main" class="main">
-        {route.name === 'contacts' || route.name === 'broadcasts' || route.name === 'settings' ? (
-          <PlaceholderPage name={route.name} />
-        ) : (
-          <InboxPage conversationId={route.name === 'inbox' ? route.conversationId : null} />
-        )}
+        <Page route={route} />
       </main>
       {help && <ShortcutsDialog onClose={() => setHelp(false)} />}
     </div>
   );
+}
+
+/** The screen of the route; each area reads the rest of its path itself. */
+function Page({ route }: { route: Route }) {
+  switch (route.name) {
+    case 'contacts':
+      return <ContactsPage rest={route.rest} />;
+    case 'broadcasts':
+      return <BroadcastsPage rest={route.rest} />;
+    case 'settings':
+      return <SettingsPage rest={route.rest} />;
+    case 'getting-started':
+      return <GettingStartedPage />;
+    default:
+      return <InboxPage conversationId={route.name === 'inbox' ? route.conversationId : null} />;
+  }
 }

@@ -1,10 +1,13 @@
 // The app's few routes, in the address bar under /app, so that every screen has a link.
 import { useEffect, useState } from 'preact/hooks';
 
+/** An area of the admin screens, with the rest of its path (`/contacts/con_…` → `['con_…']`). */
+export type AreaName = 'contacts' | 'broadcasts' | 'settings' | 'getting-started';
+
 export type Route =
   | { name: 'inbox'; conversationId: string | null }
-  | { name: 'contacts' | 'broadcasts' | 'settings' | 'sign-in' }
-  | { name: 'setup' | 'invite' };
+  | { name: AreaName; rest: string[] }
+  | { name: 'sign-in' | 'setup' | 'invite' };
 
 export const BASE = '/app';
 
@@ -22,6 +25,8 @@ export function parseRoute(pathname: string): Route {
     case 'contacts':
     case 'broadcasts':
     case 'settings':
+    case 'getting-started':
+      return { name: parts[0], rest: parts.slice(1) };
     case 'sign-in':
     case 'setup':
     case 'invite':

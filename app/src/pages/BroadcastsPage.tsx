@@ -1,0 +1,6 @@
+import { ComingSoon } from './PlaceholderPage.js';
+
+/** Broadcasts (`/broadcasts/…`). */
+export function BroadcastsPage(_props: { rest: string[] }) {
+  return <ComingSoon title="Broadcasts" />;
+}
