@@ -413,16 +413,17 @@ export class ConversationsRepository {
  * `contact_id IN (the account's contacts that match q)`: the start of any word of the name (each
  * word of q the start of one, in any order), or the start of the phone (its digits, whatever the
  * spacing), the email or an identity, ignoring case. Each way is a range of its own index
- * (migration 025).
+ * (migrations 025 and 032: a name word is a key of its account).
  */
 function matchingContacts(accountId: string, q: string) {
   const term = q.trim().toLowerCase();
   if (term === '') return sql<boolean>`true`;
-  const words = term
+  // The words as typed: the database lower-cases them as it did the names.
+  const words = q
     .split(/[^\p{L}\p{N}]+/u)
     .filter(Boolean)
-    .slice(0, 8);
-  const nameQuery = words.map((w) => `'${w}':*`).join(' & ');
+    .slice(0, 8)
+    .join(' ');
   const digits = /^[\d\s().+-]+$/.test(term) ? term.replace(/\D/g, '') : '';
   const range = (column: ReturnType<typeof sql.raw>, prefix: string) =>
     sql`(${column} ~>=~ ${prefix} AND ${column} ~<~ (${prefix} || chr(1114111)))`;
@@ -430,7 +431,7 @@ function matchingContacts(accountId: string, q: string) {
   return sql<boolean>`contact_id IN (
     SELECT id FROM contacts
     WHERE account_id = ${accountId} AND (
-      ${nameQuery === '' ? sql`false` : sql`to_tsvector('simple', coalesce(name, '')) @@ to_tsquery('simple', ${nameQuery})`}
+      ${words === '' ? sql`false` : sql`contact_name_keys(account_id, name) @@ contact_name_query(${accountId}, ${words})`}
       OR ${digits === '' ? sql`false` : sql`(phone IS NOT NULL AND ${range(sql.raw('phone'), `+${digits}`)})`}
       OR (email IS NOT NULL AND ${range(email, term)})
     )

@@ -192,12 +192,14 @@ export class ConversationsService {
     id: string,
     query: { before?: string; limit?: number },
   ): Promise<MessageHistory> {
-    if (!(await this.deps.conversations.find(scope.accountId, id)))
-      throw new NotFound('conversation', id);
     let before: MessageRow | undefined;
     if (query.before !== undefined) {
       before = await this.deps.messages.find(scope.accountId, query.before);
-      if (!before || before.conversation_id !== id) throw new NotFound('message', query.before);
+      if (!before || before.conversation_id !== id) {
+        if (!(await this.deps.conversations.find(scope.accountId, id)))
+          throw new NotFound('conversation', id);
+        throw new NotFound('message', query.before);
+      }
     }
     const { rows, hasMore } = await this.deps.messages.historyPage(
       scope.accountId,
@@ -205,6 +207,10 @@ export class ConversationsService {
       before ?? null,
       query.limit ?? 50,
     );
+    // A message of the account's in it (the page's, or `before`) shows that the conversation is
+    // the account's; only an empty first page needs to look for the conversation itself.
+    if (rows.length === 0 && !before && !(await this.deps.conversations.find(scope.accountId, id)))
+      throw new NotFound('conversation', id);
     return { data: rows.map(toMessage), has_more: hasMore };
   }
 

@@ -69,8 +69,24 @@ describe('GET /v1/conversations?q=', () => {
     expect((await search(acc, 'a')).total).toBe(1);
     expect((await search(acc, 'g')).total).toBe(1);
     expect((await search(acc, 'ada', '&status=resolved')).total).toBe(0);
-    // Another account's contacts never match.
-    expect((await search(await newAccount(t), 'ada')).total).toBe(0);
+    // Another account's contacts never match, not even by the same name.
+    const other = await newAccount(t);
+    expect((await search(other, 'ada')).total).toBe(0);
+    const otherAda = await contactWithConversation(other, {
+      phone: '+14155550121',
+      name: 'Ada Lovelace',
+    });
+    expect(((await search(other, 'ada love')).data as { id: string }[]).map((c) => c.id)).toEqual([
+      otherAda.conversation,
+    ]);
+    expect(await ids('ada love')).toEqual([ada.conversation]);
+    // Letters beyond ASCII, in either case.
+    const elodie = await contactWithConversation(acc, {
+      phone: '+14155550122',
+      name: 'Élodie Ørsted',
+    });
+    expect(await ids('élo')).toEqual([elodie.conversation]);
+    expect(await ids('ÉLODIE ør')).toEqual([elodie.conversation]);
   });
 
   it('a q over 100 characters is a 422', async () => {

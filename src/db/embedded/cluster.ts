@@ -78,7 +78,11 @@ export async function initClusterIfMissing(
         `--username=${credentials.user}`,
         `--pwfile=${pwFile}`,
         '--encoding=UTF8',
-        '--no-locale',
+        // Code-point order (as C), but Unicode letters: lower() and the text search lower-case
+        // 'Élodie' as they do 'Ada', so a search ignores case beyond ASCII too (PostgreSQL 17+).
+        '--locale=C',
+        '--locale-provider=builtin',
+        '--builtin-locale=C.UTF-8',
         '--no-instructions',
       ],
       runAs,
