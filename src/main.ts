@@ -1,3 +1,4 @@
+import net from 'node:net';
 import { pathToFileURL } from 'node:url';
 import { loadConfig, ConfigError } from './config.js';
 import { openStore, startService } from './server.js';
@@ -18,6 +19,17 @@ export async function serve(
       process.exit(1);
     }
     throw err;
+  }
+  // A busy port is refused before the store is opened (or made), so nothing is written for a
+  // service that could not have run.
+  if (roles.api) {
+    const busy = await portInUse(config.host, config.port);
+    if (busy) {
+      process.stderr.write(
+        `switchboard: ${config.host}:${config.port} is ${busy}: stop what listens there or set PORT (and HOST)\n`,
+      );
+      process.exit(1);
+    }
   }
   const store = await openStore(config);
   let service;
@@ -46,6 +58,26 @@ export async function serve(
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
+}
+
+/** Why `host:port` cannot be listened on (`in use`, `not an address of this machine`), or null. */
+function portInUse(host: string, port: number): Promise<string | null> {
+  if (port === 0) return Promise.resolve(null);
+  return new Promise((resolve) => {
+    const probe = net.createServer();
+    probe.once('error', (err: NodeJS.ErrnoException) =>
+      resolve(
+        err.code === 'EADDRINUSE'
+          ? 'in use'
+          : err.code === 'EADDRNOTAVAIL'
+            ? 'not an address of this machine'
+            : err.code === 'EACCES'
+              ? 'not allowed to this user'
+              : `unusable (${err.code ?? err.message})`,
+      ),
+    );
+    probe.listen({ port, host, exclusive: true }, () => probe.close(() => resolve(null)));
+  });
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {

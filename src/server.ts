@@ -139,7 +139,13 @@ export async function startService(
           `Create the first admin of the inbox (link valid until ${setup.expires_at}):\n\n  ${setup.invite_url}\n\n`,
       );
     }
-    await app.listen({ port: config.port, host: config.host });
+    try {
+      await app.listen({ port: config.port, host: config.host });
+    } catch (err) {
+      // Taken since main.ts found it free: release what started, so the store closes cleanly.
+      await Promise.all([app.close(), rateLimiter.close(), feed?.stop()]);
+      throw err;
+    }
   }
   runner?.start();
   dispatcher?.start();

@@ -1,4 +1,5 @@
-import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -87,7 +88,28 @@ describe('the service on its embedded PostgreSQL', () => {
     expect(intruder.stderr).toMatch(/in use by another Switchboard process/);
     owner.child.kill('SIGTERM');
     expect((await owner.exited).code).toBe(0);
-  });
+  }, 90_000);
+
+  it('refuses a busy port with one clear line before it makes or opens a store', async () => {
+    const taken = net.createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const { port } = taken.address() as net.AddressInfo;
+    const fresh = await mkdtemp(path.join(tmpdir(), 'switchboard-busy-'));
+    try {
+      const result = await runCli({ DATA_DIR: fresh, HOST: '127.0.0.1', PORT: String(port) }, [
+        'serve',
+      ]);
+      expect(result.code).toBe(1);
+      expect(result.stderr.trim()).toBe(
+        `switchboard: 127.0.0.1:${port} is in use: stop what listens there or set PORT (and HOST)`,
+      );
+      expect(result.stdout).not.toContain('sb_live_');
+      expect(await readdir(fresh)).toEqual([]);
+    } finally {
+      taken.close();
+      await rm(fresh, { recursive: true, force: true });
+    }
+  }, 60_000);
 
   it('stops with one clear line on a bad setting', async () => {
     const result = await runCli({ DATA_DIR: dataDir, PORT: 'eighty' }, ['serve']);
