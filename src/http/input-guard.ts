@@ -137,6 +137,30 @@ function validJson(text: string): boolean {
   }
 }
 
+/**
+ * A JSON body sent to a `/v1` route that takes none (`POST …/resolve`): every field it holds is
+ * unknown, as it would be on a route with a body schema, so a client learns that it was not read
+ * (an empty object, or no body at all, is fine).
+ */
+function unexpectedBody(request: FastifyRequest): ErrorDetail[] {
+  // No route (a 404 is answered as such), or one with a body schema (which judges it).
+  if (request.is404 || request.routeOptions.schema?.body !== undefined) return [];
+  if (!request.url.startsWith('/v1/')) return [];
+  if (!/^application\/json\b/i.test(request.headers['content-type'] ?? '')) return [];
+  const body = request.body;
+  if (body === null) return [];
+  // A route that parses its own body (a provider's webhook keeps the raw bytes) is not ours to judge.
+  if (
+    typeof body === 'object' &&
+    !Array.isArray(body) &&
+    Object.getPrototypeOf(body) !== Object.prototype
+  )
+    return [];
+  if (typeof body !== 'object' || Array.isArray(body))
+    return [{ field: 'body', issue: 'this request takes no body; send none or {}' }];
+  return Object.keys(body).map((field) => ({ field, issue: 'unknown field' }));
+}
+
 function refuse(details: ErrorDetail[]): AppError {
   const message = details.map((d) => `${d.field}: ${d.issue}`).join('; ');
   return new AppError('validation_error', message, 422, details);
@@ -190,6 +214,8 @@ export function installInputGuard(app: FastifyInstance): void {
     if (request.body !== undefined) {
       const body = findHostileValues(request.body);
       if (body.length > 0) throw refuse(body);
+      const unexpected = unexpectedBody(request);
+      if (unexpected.length > 0) throw refuse(unexpected);
     }
   });
 }

@@ -13,6 +13,7 @@ import {
   type TestAccount,
   type TestApp,
 } from '../helpers.js';
+import { receive } from '../inbox-helpers.js';
 import { connectWebchat, ORIGIN, SECRETS_KEY } from '../webchat/webchat-helpers.js';
 
 let t: TestApp;
@@ -471,5 +472,34 @@ describe('date-times', () => {
       );
     }
     expect(await rowCounts(acc.accountId)).toEqual(before);
+  });
+});
+
+describe('a body sent to a route that takes none', () => {
+  it('names its fields as unknown (422) and changes nothing; no body or {} is fine', async () => {
+    const contact = await acc.call({
+      method: 'POST',
+      url: '/v1/contacts',
+      payload: { phone: randomPhone() },
+    });
+    const { conversation_id: id } = await receive(acc, contact.json().id as string);
+    const resolve = (payload?: unknown) =>
+      acc.call({
+        method: 'POST',
+        url: `/v1/conversations/${id}/resolve`,
+        ...(payload === undefined ? {} : { payload: payload as object }),
+      });
+
+    const refused = expect422(await resolve({ zz: 1, status: 'resolved' }), 'zz');
+    expect(refused.details).toEqual([
+      { field: 'zz', issue: 'unknown field' },
+      { field: 'status', issue: 'unknown field' },
+    ]);
+    expect422(await resolve([1]), 'body');
+    const still = await acc.call({ method: 'GET', url: `/v1/conversations/${id}` });
+    expect(still.json().status).toBe('open');
+
+    expect((await resolve({})).statusCode).toBe(200);
+    expect((await resolve()).statusCode).toBe(200);
   });
 });
