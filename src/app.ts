@@ -61,7 +61,9 @@ export async function buildApp(
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
     ajv: { customOptions: {} },
-    routerOptions: { ignoreTrailingSlash: true },
+    // Ids are far shorter; a longer one still reaches its route, so that a missing key is a 401
+    // first and the id a 404 after, with the headers every answer carries.
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 2048 },
     frameworkErrors: answerRouterError,
     clientErrorHandler: answerClientError,
     // A missing Host is refused in the error envelope by installErrorHandlers, not by Node.

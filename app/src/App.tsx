@@ -116,7 +116,12 @@ function Page({ route }: { route: Route }) {
       return <SettingsPage rest={route.rest} />;
     case 'getting-started':
       return <GettingStartedPage />;
-    default:
-      return <InboxPage conversationId={route.name === 'inbox' ? route.conversationId : null} />;
+    case 'inbox':
+      return <InboxPage conversationId={route.conversationId} />;
+    case 'sign-in':
+    case 'setup':
+    case 'invite':
+      // Signed in already: the Shell moves on to the inbox.
+      return <InboxPage conversationId={null} />;
   }
 }

@@ -67,9 +67,12 @@ export function databaseUnavailable(message = 'database unavailable; retry later
 /**
  * Fastify's `frameworkErrors`: the router refuses some URLs before any hook or error handler
  * runs, and they are answered in the envelope too. No id is that long, so an overlong one is
- * simply not found; the other refusal is a URL that is not valid percent-encoded UTF-8.
+ * simply not found (past the router's 2,048 characters; shorter ones reach their route); the other
+ * refusal is a URL that is not valid percent-encoded UTF-8.
  */
-export function answerRouterError(err: FastifyError, _request: unknown, reply: FastifyReply) {
+export function answerRouterError(err: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  // Answered before any hook: the request's id is set here, as onRequest sets it on the others.
+  void reply.header('X-Request-Id', request.id);
   if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') {
     void send(reply, 'not_found', 'no resource has an id this long');
     return;

@@ -223,6 +223,40 @@ describe('unknown route', () => {
   });
 });
 
+describe('an overlong id and a URL that is not percent-encoded UTF-8', () => {
+  const longId = `con_${'A'.repeat(120)}`;
+
+  it('an overlong id reaches its route: 401 without a key, 404 with one, each with the usual headers', async () => {
+    const anonymous = await t.app.inject({
+      method: 'GET',
+      url: `/v1/contacts/${longId}`,
+      headers: { 'x-request-id': 'req-long-id-1' },
+    });
+    expectEnvelope(anonymous, 401, 'unauthorized');
+    expect(anonymous.headers['x-request-id']).toBe('req-long-id-1');
+
+    const known = await acc.call({
+      method: 'GET',
+      url: `/v1/contacts/${longId}`,
+      headers: { 'x-request-id': 'req-long-id-2' },
+    });
+    expectEnvelope(known, 404, 'not_found');
+    expect(known.headers['x-request-id']).toBe('req-long-id-2');
+    expect(known.headers['x-ratelimit-limit']).toBeDefined();
+    expect(known.headers['x-ratelimit-remaining']).toBeDefined();
+  });
+
+  it('a malformed percent-encoding is a 400 that carries the request id given', async () => {
+    const res = await t.app.inject({
+      method: 'GET',
+      url: '/v1/contacts/%E0%A4%A',
+      headers: { 'x-request-id': 'req-bad-url-1' },
+    });
+    expectEnvelope(res, 400, 'invalid_request');
+    expect(res.headers['x-request-id']).toBe('req-bad-url-1');
+  });
+});
+
 describe('internal errors', () => {
   async function appOn(url: string) {
     const db = createDb(url, { max: 1 });
