@@ -162,6 +162,7 @@ describe.skipIf(!RUN_BROWSER)('the app: team, API keys and your account', () => 
     await edit.getByRole('button', { name: 'Save team' }).click();
     await expect.poll(() => teams.textContent()).toContain('Billing & refunds');
     await expect.poll(() => teams.textContent()).toContain('Ada Lovelace, Grace Hopper');
+    await page.screenshot({ path: `${SHOTS}settings-team.png` });
 
     await page.getByRole('button', { name: 'Edit Billing & refunds' }).click();
     await page
@@ -181,7 +182,6 @@ describe.skipIf(!RUN_BROWSER)('the app: team, API keys and your account', () => 
       .click();
     await page.getByText('No team yet').waitFor();
     expect((await acc.call({ method: 'GET', url: '/v1/teams' })).json().data).toEqual([]);
-    await page.screenshot({ path: `${SHOTS}settings-team.png` });
     await admin.context.close();
   });
 

@@ -133,7 +133,7 @@ describe.skipIf(!RUN_BROWSER)('the app: templates and getting started', () => {
         list.getByRole('listitem').filter({ hasText: 'Invite a colleague' }).textContent(),
       )
       .toContain('Done');
-    expect(await page.getByRole('status').textContent()).toContain('1 of 5 steps done');
+    await expect.poll(() => page.getByRole('status').textContent()).toContain('1 of 5 steps done');
     expect(await axeViolations(page)).toEqual([]);
     await page.screenshot({ path: `${SHOTS}getting-started.png` });
 

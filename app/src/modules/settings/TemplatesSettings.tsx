@@ -93,7 +93,7 @@ export function TemplatesSettings(_props: { rest: string[] }) {
           {error}
         </p>
       )}
-      <div class="inline-form">
+      <div class="inline-form status-filter">
         <Field label="Show">
           <select
             value={status}
