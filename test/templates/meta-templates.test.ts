@@ -430,8 +430,16 @@ describe('POST /v1/templates/sync', () => {
       status: 'pending',
     });
 
+    // Each template the sync changed is a template.updated.
+    const updatedEvents = async () =>
+      (await eventsOf(t.db, acc.accountId, 'template.updated')).map(
+        (e) => (e.data as { name: string; status: string }).name,
+      );
+    expect((await updatedEvents()).sort()).toEqual(['local_first', 'welcome']);
+
     const again = await acc.call({ method: 'POST', url: '/v1/templates/sync' });
     expect(again.json()).toMatchObject({ created: 0, updated: 0, unchanged: 2 });
+    expect(await updatedEvents()).toHaveLength(2);
   });
 
   it("Meta's failure during sync is a 503 and nothing is half-imported", async () => {
