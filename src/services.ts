@@ -297,6 +297,7 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     templates: new TemplatesRepository(db),
     cache: caches.template,
     clock,
+    outbox,
     // Templates of an account whose WhatsApp is connected to the Cloud API are Meta's.
     whatsappTemplates: async (accountId) => {
       const row = await connectionsRepo.findByChannel(accountId, 'whatsapp');

@@ -2,6 +2,7 @@ import type { Broadcast } from '../broadcasts/broadcasts.schema.js';
 import type { Contact } from '../contacts/contacts.schema.js';
 import type { Conversation, Note } from '../conversations/conversations.schema.js';
 import type { Message } from '../messages/messages.schema.js';
+import type { Template } from '../templates/templates.schema.js';
 
 /** Event name → the shape of its `data` (the resource as the API returns it). */
 export interface EventPayloads {
@@ -26,6 +27,8 @@ export interface EventPayloads {
   /** Beyond SPEC.md: the team read what was unread in it. */
   'conversation.read': Conversation;
   'broadcast.completed': Broadcast;
+  /** Beyond SPEC.md: a template changed, its review status included (Meta's webhook, a sync, the sandbox). */
+  'template.updated': Template;
 }
 
 export type EventType = keyof EventPayloads;
@@ -45,6 +48,7 @@ export const EVENT_TYPES = [
   'contact.updated',
   'note.created',
   'broadcast.completed',
+  'template.updated',
 ] as const satisfies readonly EventType[];
 
 /** What a live stream may carry: every event, and presence (streams only: never stored). */

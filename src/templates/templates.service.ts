@@ -3,6 +3,7 @@ import type { ReadCache } from '../db/read-cache.js';
 import type { Db, Tx } from '../db/database.js';
 import { isUniqueViolation } from '../db/errors.js';
 import type { Scope, Transactor } from '../db/transactor.js';
+import type { Outbox } from '../events/outbox.js';
 import { AppError, Conflict, NotFound } from '../errors.js';
 import type { PageRequest, PageResult } from '../http/pagination.js';
 import { newId } from '../ids.js';
@@ -43,6 +44,8 @@ export class TemplatesService {
       tx: Transactor;
       templates: TemplatesRepository;
       clock: Clock;
+      /** `template.updated`, in the transaction of each change Meta or the sandbox makes. */
+      outbox: Outbox;
       /**
        * The account's WhatsApp Cloud templates when its whatsapp channel is connected to
        * whatsapp_cloud; absent or null means templates are ours alone (the sandbox reviews them).
@@ -189,7 +192,7 @@ export class TemplatesService {
             result.unchanged++;
             continue;
           }
-          await this.deps.templates.update(
+          const updated = await this.deps.templates.update(
             trx,
             scope.accountId,
             existing.id,
@@ -202,6 +205,7 @@ export class TemplatesService {
             },
             now,
           );
+          if (updated) await this.recordUpdated(trx, scope, updated);
           result.updated++;
         }
         return result;
@@ -223,31 +227,41 @@ export class TemplatesService {
       status: TemplateStatus;
       reason?: string | null;
     },
-    trx: Tx | Db = this.deps.tx.db,
   ): Promise<Template | null> {
     const { status } = update;
-    let row = update.providerTemplateId
-      ? await this.deps.templates.findByProviderId(accountId, update.providerTemplateId, trx)
-      : undefined;
-    if (!row && update.name) {
-      const byName = await this.deps.templates.findByName(accountId, update.name, trx);
-      if (byName && (update.language === null || byName.language === update.language)) row = byName;
-    }
-    if (!row) return null;
-    const updated = await this.deps.templates.update(
-      trx,
-      accountId,
-      row.id,
-      {
-        status,
-        rejection_reason: status === 'rejected' ? (update.reason ?? null) : null,
-        ...(row.provider_template_id === null && update.providerTemplateId
-          ? { provider_template_id: update.providerTemplateId }
-          : {}),
-      },
-      this.deps.clock.now(),
-    );
-    return updated ? toTemplate(updated) : null;
+    const scope: Scope = { accountId };
+    const template = await this.deps.tx.run(scope, async (trx) => {
+      let row = update.providerTemplateId
+        ? await this.deps.templates.findByProviderId(accountId, update.providerTemplateId, trx)
+        : undefined;
+      if (!row && update.name) {
+        const byName = await this.deps.templates.findByName(accountId, update.name, trx);
+        if (byName && (update.language === null || byName.language === update.language))
+          row = byName;
+      }
+      if (!row) return null;
+      const rejectionReason = status === 'rejected' ? (update.reason ?? null) : null;
+      const updated = await this.deps.templates.update(
+        trx,
+        accountId,
+        row.id,
+        {
+          status,
+          rejection_reason: rejectionReason,
+          ...(row.provider_template_id === null && update.providerTemplateId
+            ? { provider_template_id: update.providerTemplateId }
+            : {}),
+        },
+        this.deps.clock.now(),
+      );
+      if (!updated) return null;
+      // A report repeating what we hold changes nothing anyone sees: no event.
+      if (row.status !== status || row.rejection_reason !== rejectionReason)
+        await this.recordUpdated(trx, scope, updated);
+      return updated;
+    });
+    if (template) this.forget(accountId, template.name);
+    return template ? toTemplate(template) : null;
   }
 
   /** The provider's verdict; in the sandbox it comes from the review endpoint. */
@@ -271,6 +285,7 @@ export class TemplatesService {
         trx,
       );
       if (!row) throw new NotFound('template', id);
+      if (current.status !== status) await this.recordUpdated(trx, scope, row);
       return toTemplate(row);
     });
     this.forget(scope.accountId, current.name);
@@ -336,6 +351,17 @@ export class TemplatesService {
       return undefined;
     });
     return approved ?? unapproved;
+  }
+
+  /** `template.updated` with the template as the API returns it, in the change's transaction. */
+  private async recordUpdated(trx: Tx, scope: Scope, row: TemplateRow): Promise<void> {
+    await this.deps.outbox.record(
+      trx,
+      scope.accountId,
+      'template.updated',
+      toTemplate(row),
+      scope.actor,
+    );
   }
 
   /** This process's cached copy goes at once (other processes hear of it from the feed). */

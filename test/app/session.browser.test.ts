@@ -118,7 +118,13 @@ describe.skipIf(!RUN_BROWSER)('the app: signing in, invites, roles, forged reque
     await expect
       .poll(() => page.getByRole('main').textContent())
       .toContain('Settings are for admins');
-    expect(await page.getByRole('main').getByRole('button').count()).toBe(0);
+    // Only "Your account" (their own name and password): no admin control.
+    const main = page.getByRole('main');
+    await main.getByRole('button', { name: 'Change password' }).waitFor();
+    for (const name of ['Invite', 'Connect', 'Create webhook', 'Create key', 'New template']) {
+      expect(await main.getByRole('button', { name }).count(), name).toBe(0);
+    }
+    expect(await main.getByRole('link', { name: 'Team' }).count()).toBe(0);
     expect(await axeViolations(page)).toEqual([]);
     // Opened by its address too.
     await page.goto(`${app.base}/app/settings`);

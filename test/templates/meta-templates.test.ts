@@ -5,7 +5,7 @@ import type { WhatsAppTemplateApi } from '../../src/templates/provider-templates
 import type { TemplatesService } from '../../src/templates/templates.service.js';
 import { META_ERRORS, startFakeGraph, type FakeGraph } from '../fake-graph/server.js';
 import { newAccount, startTestApp, type TestAccount, type TestApp } from '../helpers.js';
-import { expectError, expectStatus } from '../inbox-helpers.js';
+import { eventsOf, expectError, expectStatus } from '../inbox-helpers.js';
 
 let t: TestApp;
 let graph: FakeGraph;
@@ -430,8 +430,16 @@ describe('POST /v1/templates/sync', () => {
       status: 'pending',
     });
 
+    // Each template the sync changed is a template.updated.
+    const updatedEvents = async () =>
+      (await eventsOf(t.db, acc.accountId, 'template.updated')).map(
+        (e) => (e.data as { name: string; status: string }).name,
+      );
+    expect((await updatedEvents()).sort()).toEqual(['local_first', 'welcome']);
+
     const again = await acc.call({ method: 'POST', url: '/v1/templates/sync' });
     expect(again.json()).toMatchObject({ created: 0, updated: 0, unchanged: 2 });
+    expect(await updatedEvents()).toHaveLength(2);
   });
 
   it("Meta's failure during sync is a 503 and nothing is half-imported", async () => {
@@ -503,6 +511,35 @@ describe('applyProviderStatus (message_template_status_update)', () => {
         status: 'approved',
       }),
     ).toBeNull();
+  });
+
+  it('emits template.updated with the template in the transaction of each status change, none for a repeat', async () => {
+    const { acc, waba } = await connectedAccount();
+    const created = (
+      await acc.call({
+        method: 'POST',
+        url: '/v1/templates',
+        payload: { name: 'evented', body: 'Hi {{1}}' },
+      })
+    ).json();
+    const metaId = graph.templatesOf(waba)[0]!.id;
+    const report = (status: 'approved' | 'rejected', reason: string | null = null) =>
+      service().applyProviderStatus(acc.accountId, {
+        providerTemplateId: metaId,
+        name: 'evented',
+        language: 'en',
+        status,
+        reason,
+      });
+    expect(await eventsOf(t.db, acc.accountId, 'template.updated')).toEqual([]);
+    await report('approved');
+    await report('approved');
+    await report('rejected', 'INCORRECT_CATEGORY');
+    const events = await eventsOf(t.db, acc.accountId, 'template.updated');
+    expect(events.map((e) => e.data)).toEqual([
+      { ...created, status: 'approved' },
+      { ...created, status: 'rejected' },
+    ]);
   });
 
   it('falls back to name and language, and never touches another account', async () => {

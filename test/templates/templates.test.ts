@@ -3,6 +3,7 @@ import { newAccount, startTestApp, type TestAccount, type TestApp } from '../hel
 import {
   createContact,
   createTemplate,
+  eventsOf,
   expectError,
   expectStatus,
   freezeClock,
@@ -110,6 +111,16 @@ describe('POST /v1/sandbox/templates/{id}/review', () => {
     expect((await acc.call({ method: 'GET', url: `/v1/templates/${r.id}` })).json().status).toBe(
       'rejected',
     );
+  });
+
+  it('emits template.updated (with its actor) when the status changes, none when it stays', async () => {
+    const acc = await newAccount(t);
+    const tpl = (await create(acc, { name: 'watched', body: 'W {{1}}' })).json();
+    expectStatus(await review(acc, tpl.id, 'approved'), 200);
+    expectStatus(await review(acc, tpl.id, 'approved'), 200);
+    expect(await eventsOf(t.db, acc.accountId, 'template.updated')).toEqual([
+      { type: 'template.updated', data: { ...tpl, status: 'approved', actor: null } },
+    ]);
   });
 
   it('an unknown template is a 404; a status other than approved/rejected is a 422', async () => {

@@ -25,5 +25,10 @@ export const keys = {
   users: () => ['users'] as const,
   teams: () => ['teams'] as const,
   templates: () => ['templates'] as const,
+  /** The settings screen's list (a status or 'all'); under templates(), so an update refetches it. */
+  templateList: (status: string) => ['templates', 'list', status] as const,
+  apiKeys: () => ['api-keys'] as const,
+  channels: () => ['channels'] as const,
+  webhooks: () => ['webhooks'] as const,
   canned: (q: string) => ['canned-responses', q] as const,
 };

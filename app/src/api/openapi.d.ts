@@ -5768,7 +5768,7 @@ export interface operations {
                     /** @description An https:// URL without credentials. */
                     url: string;
                     /** @description Event types to receive. */
-                    events: ("message.received" | "message.created" | "message.delivered" | "message.read" | "message.failed" | "conversation.assigned" | "conversation.resolved" | "conversation.reopened" | "conversation.unassigned" | "conversation.read" | "contact.created" | "contact.updated" | "note.created" | "broadcast.completed")[];
+                    events: ("message.received" | "message.created" | "message.delivered" | "message.read" | "message.failed" | "conversation.assigned" | "conversation.resolved" | "conversation.reopened" | "conversation.unassigned" | "conversation.read" | "contact.created" | "contact.updated" | "note.created" | "broadcast.completed" | "template.updated")[];
                 };
             };
         };
@@ -5978,7 +5978,7 @@ export interface operations {
             content: {
                 "application/json": {
                     /** @description Event types to receive. */
-                    events?: ("message.received" | "message.created" | "message.delivered" | "message.read" | "message.failed" | "conversation.assigned" | "conversation.resolved" | "conversation.reopened" | "conversation.unassigned" | "conversation.read" | "contact.created" | "contact.updated" | "note.created" | "broadcast.completed")[];
+                    events?: ("message.received" | "message.created" | "message.delivered" | "message.read" | "message.failed" | "conversation.assigned" | "conversation.resolved" | "conversation.reopened" | "conversation.unassigned" | "conversation.read" | "contact.created" | "contact.updated" | "note.created" | "broadcast.completed" | "template.updated")[];
                     /**
                      * @description `disabled` after a 410 Gone, after 5 days in which every delivery failed, or when set so; `PATCH` with `status: active` re-enables it.
                      * @enum {unknown}
@@ -7031,7 +7031,7 @@ export interface operations {
     streamEvents: {
         parameters: {
             query?: {
-                /** @description Comma-separated event types to receive (all when absent): message.received, message.created, message.delivered, message.read, message.failed, conversation.assigned, conversation.resolved, conversation.reopened, conversation.unassigned, conversation.read, contact.created, contact.updated, note.created, broadcast.completed, presence.updated. An unknown type is a 422. `presence.updated` comes only on streams: never stored, never replayed, with no `id:` line. */
+                /** @description Comma-separated event types to receive (all when absent): message.received, message.created, message.delivered, message.read, message.failed, conversation.assigned, conversation.resolved, conversation.reopened, conversation.unassigned, conversation.read, contact.created, contact.updated, note.created, broadcast.completed, template.updated, presence.updated. An unknown type is a 422. `presence.updated` comes only on streams: never stored, never replayed, with no `id:` line. */
                 events?: string;
                 /** @description Resume after this event, for clients that cannot set the `Last-Event-ID` header (the header wins when both are given). */
                 last_event_id?: string;

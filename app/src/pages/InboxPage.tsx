@@ -4,6 +4,8 @@ import { navigate } from '../lib/router.js';
 import { ConversationPane } from '../modules/conversation/ConversationPane.js';
 import type { ComposerMode } from '../modules/conversation/Composer.js';
 import { act } from '../modules/conversation/conversation-data.js';
+import { GettingStartedPanel } from '../modules/getting-started/Checklist.js';
+import { useChecklist } from '../modules/getting-started/checklist.js';
 import { InboxSidebar, type InboxFilter } from '../modules/inbox/InboxSidebar.js';
 import { useShortcuts } from '../modules/shortcuts/shortcuts.js';
 
@@ -25,6 +27,7 @@ export function InboxPage({ conversationId }: { conversationId: string | null })
   const [items, setItems] = useState<Conversation[]>([]);
   const [mode, setMode] = useState<ComposerMode>('reply');
   const [focusKey, setFocusKey] = useState(0);
+  const checklist = useChecklist('inbox');
   const itemsRef = useRef(items);
   itemsRef.current = items;
 
@@ -84,6 +87,7 @@ export function InboxPage({ conversationId }: { conversationId: string | null })
         />
       ) : (
         <section class="pane pane-empty" aria-label="Conversation">
+          <GettingStartedPanel checklist={checklist} />
           <p>
             Choose a conversation. <kbd>j</kbd> and <kbd>k</kbd> move through the list; <kbd>?</kbd>{' '}
             lists every shortcut.

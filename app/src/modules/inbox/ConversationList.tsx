@@ -58,7 +58,8 @@ export function ConversationList(props: {
   if (props.items.length === 0) {
     return (
       <div class="list-empty" role="list" aria-label="Conversations">
-        <p>{props.empty}</p>
+        {/* A list holds list items only (axe): the empty state is its one item. */}
+        <p role="listitem">{props.empty}</p>
       </div>
     );
   }

@@ -93,6 +93,9 @@ export function applyEvent(event: LiveEvent): void {
     invalidateSoon('counts');
   } else if (type === 'note.created') {
     upsertNote(event.data as Note);
+  } else if (type === 'template.updated') {
+    // Its review status moved: every template list (the settings screen, the picker) refetches.
+    void queryClient.invalidateQueries({ queryKey: keys.templates() });
   } else if (type.startsWith('contact.')) {
     invalidateSoon(`contact:${(event.data as { id: string }).id}`);
     invalidateSoon('lists');

@@ -18,6 +18,7 @@ export const STREAM_EVENTS = [
   'message.created',
   'note.created',
   'contact.updated',
+  'template.updated',
   'presence.updated',
 ] as const;
 
