@@ -26,4 +26,8 @@ export const keys = {
   teams: () => ['teams'] as const,
   templates: () => ['templates'] as const,
   canned: (q: string) => ['canned-responses', q] as const,
+  webhooks: () => ['webhooks'] as const,
+  webhook: (id: string) => ['webhooks', id] as const,
+  deliveries: (id: string) => ['webhooks', id, 'deliveries'] as const,
+  channels: () => ['channels'] as const,
 };
