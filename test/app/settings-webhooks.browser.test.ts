@@ -1,6 +1,7 @@
 // Settings › Webhooks in Chromium: create a webhook to a local receiver (the secret shown once),
 // "Send test event" reaches it and shows in the delivery log, "Redeliver" sends it again.
 import { createHmac } from 'node:crypto';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebhookDispatcher } from '../../src/webhooks/webhook-dispatcher.js';
 import { newAccount, type TestAccount } from '../helpers.js';
@@ -16,6 +17,14 @@ import {
 const SHOTS = process.env.UPDATE_SCREENSHOTS
   ? new URL('../../docs/screenshots/', import.meta.url).pathname
   : null;
+
+/** What the page's clipboard holds (the test context may read it). */
+const readClipboard = (page: Page) =>
+  page.evaluate(() =>
+    (
+      globalThis as unknown as { navigator: { clipboard: { readText(): Promise<string> } } }
+    ).navigator.clipboard.readText(),
+  );
 
 describe.skipIf(!RUN_BROWSER)('Settings › Webhooks', () => {
   let app: BrowserApp;
@@ -69,7 +78,7 @@ describe.skipIf(!RUN_BROWSER)('Settings › Webhooks', () => {
       expect(secret).toMatch(/^whsec_/);
       await dialog.getByRole('button', { name: 'Copy secret' }).click();
       await dialog.getByRole('status').getByText('Copied').waitFor();
-      expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(secret);
+      expect(await readClipboard(page)).toBe(secret);
       expect(await axeViolations(page)).toEqual([]);
       await dialog.getByRole('button', { name: 'Done' }).click();
       // Shown once: the list and the webhook's page never show it again.
