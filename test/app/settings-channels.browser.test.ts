@@ -189,9 +189,6 @@ describe.skipIf(!RUN_BROWSER)('Settings › Channels', () => {
         expect(
           (await acc.call({ method: 'GET', url: '/v1/channels/webchat' })).json().id,
         ).toBeNull();
-      } catch (err) {
-        await page.screenshot({ path: '/tmp/hooks-fail.png', fullPage: true }); // DEBUG
-        throw err;
       } finally {
         await context.close();
       }
@@ -245,9 +242,6 @@ describe.skipIf(!RUN_BROWSER)('Settings › Channels', () => {
           .getByRole('button', { name: 'Disconnect' })
           .click();
         await card.getByRole('button', { name: 'Connect WhatsApp' }).waitFor();
-      } catch (err) {
-        await page.screenshot({ path: '/tmp/hooks-fail.png', fullPage: true }); // DEBUG
-        throw err;
       } finally {
         await context.close();
       }
