@@ -110,7 +110,12 @@ function MetaForm(props: { connection: Connection; onDone: () => void; onCancel:
   const fields = FIELDS[channel];
   const settings = props.connection.settings as Record<string, unknown>;
   const [values, setValues] = useState<Record<string, string>>(() =>
-    Object.fromEntries(fields.map((f) => [f.name, f.secret ? '' : String(settings[f.name] ?? '')])),
+    Object.fromEntries(
+      fields.map((f) => {
+        const kept = settings[f.name];
+        return [f.name, !f.secret && typeof kept === 'string' ? kept : ''];
+      }),
+    ),
   );
   const [errors, setErrors] = useState<Record<string, string>>({});
   const [saving, setSaving] = useState(false);
