@@ -251,6 +251,10 @@ export interface WebhookAttemptsTable {
   error: string | null;
   duration_ms: number;
   created_at: Timestamp;
+  /** The start of the receiver's answer (at most 500 characters); null when none came. */
+  response_excerpt: string | null;
+  /** When the retry this attempt's failure scheduled is due; null when none is. */
+  next_attempt_at: Timestamp | null;
 }
 
 export type BroadcastStatus = 'draft' | 'scheduled' | 'sending' | 'sent' | 'failed';

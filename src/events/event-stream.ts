@@ -1,6 +1,7 @@
 import { PassThrough } from 'node:stream';
 import { SseWriter } from '../realtime/sse.js';
 import type { EventFeed } from './event-feed.js';
+import { WEBHOOK_TEST_EVENT } from './event-types.js';
 import type { StreamPosition } from './events.repository.js';
 import type { Presence, PresenceUpdate } from './presence.js';
 import type { SharedEventReads } from './shared-reads.js';
@@ -124,7 +125,8 @@ export class EventStream {
         let writable = true;
         for (const e of batch.events) {
           this.cursor = e.position;
-          if (types !== null && !types.includes(e.type)) continue;
+          // A webhook's test event is that webhook's alone (see WEBHOOK_TEST_EVENT).
+          if (types === null ? e.type === WEBHOOK_TEST_EVENT : !types.includes(e.type)) continue;
           writable = this.sse.send({ id: e.id, event: e.type, data: reads.body(e) });
         }
         if (batch.events.length === limit) this.pending = true;

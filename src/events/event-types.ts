@@ -51,5 +51,17 @@ export const EVENT_TYPES = [
   'template.updated',
 ] as const satisfies readonly EventType[];
 
+/**
+ * Sent only to the one webhook it is asked for (`POST /v1/webhooks/{id}/test`), whatever that
+ * webhook subscribes to: not subscribable (so not in EVENT_TYPES), not on the live stream.
+ */
+export const WEBHOOK_TEST_EVENT = 'webhook.test';
+
+/** A `webhook.test` event's `data`. */
+export interface WebhookTestPayload {
+  webhook_id: string;
+  message: string;
+}
+
 /** What a live stream may carry: every event, and presence (streams only: never stored). */
 export const STREAM_EVENT_TYPES = [...EVENT_TYPES, 'presence.updated'] as const;

@@ -18,8 +18,10 @@ export interface GuardedRequest {
   allowPrivate: boolean;
   /** Reuse connections (webhook delivery); each new connection still goes through the guard. */
   agent?: https.Agent;
-  /** Read and drop the response body (only the status matters). */
+  /** Read and drop the response body (only the status matters)... */
   discardBody?: boolean;
+  /** ...but keep its first this many bytes in `body` (a log's excerpt). */
+  keepBytes?: number;
 }
 
 export interface GuardedResponse {
@@ -105,7 +107,14 @@ function once(req: GuardedRequest, url: URL): Promise<GuardedResponse> {
         const chunks: Buffer[] = [];
         let size = 0;
         res.on('data', (chunk: Buffer) => {
-          if (req.discardBody) return;
+          if (req.discardBody) {
+            const room = (req.keepBytes ?? 0) - size;
+            if (room > 0) {
+              chunks.push(chunk.subarray(0, room));
+              size += Math.min(room, chunk.length);
+            }
+            return;
+          }
           size += chunk.length;
           if (size > req.maxBytes) {
             request.destroy(

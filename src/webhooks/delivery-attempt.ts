@@ -5,6 +5,24 @@ import { parseRetryAfter } from './retry-policy.js';
 import { eventBody, serviceSignature, standardSignature } from './signing.js';
 
 export const DELIVERY_TIMEOUT_MS = 10_000;
+/** The delivery log keeps at most this many characters of a receiver's answer. */
+export const RESPONSE_EXCERPT_CHARS = 500;
+
+/**
+ * The start of a receiver's answer as the log shows it: at most RESPONSE_EXCERPT_CHARS
+ * characters (a character cut in two at the end is dropped), without NUL (which PostgreSQL text
+ * cannot hold), and with the webhook's secret blanked should a receiver echo it. Null when the
+ * answer had no body.
+ */
+export function responseExcerpt(body: Buffer, secret: string): string | null {
+  let text = new TextDecoder('utf-8').decode(body, { stream: true });
+  text = [...text]
+    .slice(0, RESPONSE_EXCERPT_CHARS)
+    .join('')
+    .replace(/\u0000/g, '');
+  if (secret) text = text.split(secret).join('[secret]');
+  return text === '' ? null : text;
+}
 
 /** A delivery claimed for an attempt, with what its request is made of. */
 export interface Claimed {
@@ -20,18 +38,19 @@ export interface Claimed {
 }
 
 export type Outcome =
-  | { kind: 'delivered'; statusCode: number }
+  | { kind: 'delivered'; statusCode: number; excerpt: string | null }
   | {
       kind: 'failed';
       statusCode: number | null;
       error: string;
+      excerpt: string | null;
       retryAfterMs?: number;
       gone?: boolean;
     };
 
 /**
  * One attempt at a delivery: the event signed over the exact bytes sent and POSTed to the
- * webhook's URL (no redirects followed, the answer's body discarded). `answered` is called as
+ * webhook's URL (no redirects followed; of the answer's body, only the start is kept for the log). `answered` is called as
  * soon as the receiver has answered or failed; the outcome comes with the attempt's duration.
  */
 export async function sendAttempt(
@@ -67,16 +86,20 @@ export async function sendAttempt(
       timeoutMs: DELIVERY_TIMEOUT_MS,
       maxBytes: 0,
       discardBody: true,
+      // Four bytes a character at most: enough for RESPONSE_EXCERPT_CHARS of any text.
+      keepBytes: RESPONSE_EXCERPT_CHARS * 4,
       maxRedirects: 0,
       allowPrivate: opts.allowPrivate,
       agent: opts.agent,
     });
+    const excerpt = responseExcerpt(res.body, d.secret);
     if (res.status >= 200 && res.status < 300)
-      outcome = { kind: 'delivered', statusCode: res.status };
+      outcome = { kind: 'delivered', statusCode: res.status, excerpt };
     else
       outcome = {
         kind: 'failed',
         statusCode: res.status,
+        excerpt,
         error:
           res.status >= 300 && res.status < 400
             ? `redirect (${res.status}) not followed`
@@ -89,6 +112,7 @@ export async function sendAttempt(
       kind: 'failed',
       statusCode: null,
       error: err instanceof OutboundError ? err.message : 'network error',
+      excerpt: null,
     };
   }
   answered();

@@ -21,6 +21,7 @@ interface Attempt {
   nextAttemptAt: Date;
   statusCode: number | null;
   error: string | null;
+  excerpt: string | null;
   durationMs: number;
   at: Date;
 }
@@ -90,6 +91,7 @@ export class DeliveryBooks {
       nextAttemptAt,
       statusCode: outcome.statusCode,
       error: outcome.kind === 'failed' ? outcome.error.slice(0, 500) : null,
+      excerpt: outcome.excerpt,
       durationMs,
       at: now,
     };
@@ -204,8 +206,9 @@ export class DeliveryBooks {
           ${col((a) => a.d.account_id)}::text[], ${col((a) => a.d.webhook_id)}::text[], ${col((a) => a.d.event_id)}::text[],
           ${col((a) => a.id)}::text[], ${col((a) => a.d.type)}::text[], ${col((a) => a.d.attempts)}::int[],
           ${col((a) => a.state)}::text[], ${col((a) => a.nextAttemptAt)}::timestamptz[], ${col((a) => a.statusCode)}::int[],
-          ${col((a) => a.error)}::text[], ${col((a) => a.durationMs)}::int[], ${col((a) => a.at)}::timestamptz[]
-        ) AS i(account_id, webhook_id, event_id, id, event_type, attempt, state, next_attempt_at, status_code, error, duration_ms, at)
+          ${col((a) => a.error)}::text[], ${col((a) => a.durationMs)}::int[], ${col((a) => a.at)}::timestamptz[],
+          ${col((a) => a.excerpt)}::text[]
+        ) AS i(account_id, webhook_id, event_id, id, event_type, attempt, state, next_attempt_at, status_code, error, duration_ms, at, excerpt)
       ),
       -- Locked in primary-key order, the order of every multi-row lock on deliveries
       -- (lockDeliveries), so a group never deadlocks with a webhook's deletion.
@@ -226,10 +229,12 @@ export class DeliveryBooks {
             next_attempt_at = l.next_attempt_at, locked_until = NULL, updated_at = l.at
         FROM locked l
         WHERE d.ctid = l.row_id
-        RETURNING d.account_id, d.webhook_id, d.event_id
+        RETURNING d.account_id, d.webhook_id, d.event_id, d.state
       )
-      INSERT INTO webhook_attempts (account_id, id, webhook_id, event_id, event_type, attempt, status_code, error, duration_ms, created_at)
-      SELECT i.account_id, i.id, i.webhook_id, i.event_id, i.event_type, i.attempt, i.status_code, i.error, i.duration_ms, i.at
+      -- The log's next_attempt_at: the retry this attempt scheduled, if it still stands.
+      INSERT INTO webhook_attempts (account_id, id, webhook_id, event_id, event_type, attempt, status_code, error, duration_ms, created_at, response_excerpt, next_attempt_at)
+      SELECT i.account_id, i.id, i.webhook_id, i.event_id, i.event_type, i.attempt, i.status_code, i.error, i.duration_ms, i.at,
+             i.excerpt, CASE WHEN u.state = 'pending' THEN i.next_attempt_at END
       FROM input i JOIN updated u USING (account_id, webhook_id, event_id)`.execute(db);
   }
 }

@@ -128,6 +128,25 @@ export class WebhooksRepository {
       .executeTakeFirst();
   }
 
+  /** Records an event queued for one webhook only (a test event), due now. */
+  async insertEventFor(
+    trx: Tx,
+    accountId: string,
+    webhookId: string,
+    event: { id: string; type: string; data: unknown },
+    now: Date,
+  ): Promise<void> {
+    await sql`
+      WITH event AS (
+        INSERT INTO events (account_id, id, type, data, created_at)
+        VALUES (${accountId}, ${event.id}, ${event.type}, ${JSON.stringify(event.data)}, ${now})
+      )
+      INSERT INTO webhook_deliveries (account_id, webhook_id, event_id, event_type, state, next_attempt_at, created_at, updated_at)
+      VALUES (${accountId}, ${webhookId}, ${event.id}, ${event.type}, 'pending', ${now}, ${now}, ${now})`.execute(
+      trx,
+    );
+  }
+
   /** Queues (again) the delivery of an event to a webhook, due now; false when the event is gone. */
   async requeue(
     trx: Tx,

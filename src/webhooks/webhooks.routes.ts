@@ -10,6 +10,7 @@ import {
   ListDeliveriesQuery,
   UpdateWebhookBody,
   Webhook,
+  WebhookTestResult,
   WebhookWithSecret,
 } from './webhooks.schema.js';
 
@@ -78,6 +79,19 @@ export function webhooksRoutes(app: FastifyInstance, webhooks: WebhooksService):
       response: { 200: Page(DeliveryAttempt), ...errorResponses(404, 422) },
     },
     handler: (req) => webhooks.listAttempts(req.scope, req.params.id, pageRequest(req.query)),
+  });
+  r.post('/webhooks/:id/test', {
+    config: { successStatus: 202 },
+    schema: {
+      tags,
+      operationId: 'testWebhook',
+      summary:
+        'Send a `webhook.test` event to this webhook only (whatever its events), signed, retried and logged like any other',
+      params: IdParams,
+      response: { 202: WebhookTestResult, ...errorResponses(404, 409) },
+    },
+    handler: async (req, reply) =>
+      reply.code(202).send(await webhooks.sendTest(req.scope, req.params.id)),
   });
   r.post('/webhooks/:id/deliveries/:delivery_id/retry', {
     schema: {

@@ -66,6 +66,20 @@ export const DeliveryAttempt = Type.Object(
     status_code: Nullable(Type.Integer()),
     error: Nullable(Type.String()),
     duration_ms: Type.Integer(),
+    response_excerpt: Nullable(
+      Type.String({
+        maxLength: 500,
+        description:
+          "The start of the receiver's answer (at most 500 characters); null when it sent no body or did not answer.",
+      }),
+    ),
+    next_attempt_at: Nullable(
+      Type.String({
+        format: 'date-time',
+        description:
+          'When the retry this failed attempt scheduled is due; null when it succeeded, was given up, or the webhook was disabled.',
+      }),
+    ),
     created_at: Timestamp,
   },
   { $id: 'DeliveryAttempt' },
@@ -74,3 +88,9 @@ export type DeliveryAttempt = Static<typeof DeliveryAttempt>;
 
 export const ListDeliveriesQuery = Type.Object({ ...PageQuery }, { additionalProperties: false });
 export const DeliveryParams = Type.Object({ id: Type.String(), delivery_id: Type.String() });
+
+export const WebhookTestResult = Type.Object(
+  { event_id: Type.String({ description: 'The `webhook.test` event queued for this webhook.' }) },
+  { $id: 'WebhookTestResult', examples: [{ event_id: 'evt_01JD2X3Y4Z5A6B7C8D9E0F1G2H' }] },
+);
+export type WebhookTestResult = Static<typeof WebhookTestResult>;

@@ -12,8 +12,10 @@ import type {
   DeliveryAttempt,
   UpdateWebhookBody,
   Webhook,
+  WebhookTestResult,
   WebhookWithSecret,
 } from './webhooks.schema.js';
+import { WEBHOOK_TEST_EVENT, type WebhookTestPayload } from '../events/event-types.js';
 
 export const MAX_WEBHOOKS_PER_ACCOUNT = 20;
 
@@ -33,6 +35,8 @@ const toAttempt = (r: AttemptRow): DeliveryAttempt => ({
   status_code: r.status_code,
   error: r.error,
   duration_ms: r.duration_ms,
+  response_excerpt: r.response_excerpt,
+  next_attempt_at: r.next_attempt_at?.toISOString() ?? null,
   created_at: r.created_at.toISOString(),
 });
 
@@ -145,6 +149,33 @@ export class WebhooksService {
     await this.get(scope, webhookId);
     const { rows, total } = await this.deps.webhooks.listAttempts(scope.accountId, webhookId, page);
     return { data: rows.map(toAttempt), total, page: page.page };
+  }
+
+  /**
+   * Queues a `webhook.test` event for this webhook alone, whatever events it subscribes to: it
+   * is delivered, signed, retried and logged like any other.
+   */
+  async sendTest(scope: Scope, webhookId: string): Promise<WebhookTestResult> {
+    return this.deps.tx.run(scope, async (trx) => {
+      const webhook = await this.deps.webhooks.find(scope.accountId, webhookId, trx);
+      if (!webhook) throw new NotFound('webhook', webhookId);
+      if (webhook.status !== 'active')
+        throw new Conflict('the webhook is disabled; re-enable it with PATCH first');
+      const data: WebhookTestPayload & { actor?: unknown } = {
+        webhook_id: webhook.id,
+        message: 'A test event sent from Switchboard; it needs no action.',
+        ...(scope.actor !== undefined ? { actor: scope.actor } : {}),
+      };
+      const eventId = newId('evt');
+      await this.deps.webhooks.insertEventFor(
+        trx,
+        scope.accountId,
+        webhook.id,
+        { id: eventId, type: WEBHOOK_TEST_EVENT, data },
+        this.deps.clock.now(),
+      );
+      return { event_id: eventId };
+    });
   }
 
   /** Sends the event of a logged attempt again, now, whatever became of it. */

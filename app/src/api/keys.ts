@@ -31,4 +31,8 @@ export const keys = {
   channels: () => ['channels'] as const,
   webhooks: () => ['webhooks'] as const,
   canned: (q: string) => ['canned-responses', q] as const,
+  webhooks: () => ['webhooks'] as const,
+  webhook: (id: string) => ['webhooks', id] as const,
+  deliveries: (id: string) => ['webhooks', id, 'deliveries'] as const,
+  channels: () => ['channels'] as const,
 };
