@@ -82,6 +82,9 @@ export const contactsImportSuite: Suite = {
     ctx.log(
       `import ${id}: ${fmtInt(importRows)} rows, ${fmt(bytes / 1e6)} MB; created ${fmtInt(Number(report.created))}, updated ${fmtInt(Number(report.updated))}; upload ${fmt((uploaded - started) / 1000)} s`,
     );
+    ctx.log(
+      `import: ${fmt(seconds)} s, ${fmtInt(importRows / seconds)} rows/s, service RSS ${fmt(before / 1e6)} → peak ${fmt(peak / 1e6)} MB`,
+    );
     rows.push([
       `POST /v1/contacts/imports (${fmtInt(importRows)} rows)`,
       fmt(seconds),
@@ -129,6 +132,9 @@ export const contactsImportSuite: Suite = {
     const exportPeak = exportSampler.peakSince(exportStart);
     if (lines - 1 !== exportContacts)
       throw new Error(`the export had ${lines - 1} rows, not ${exportContacts}`);
+    ctx.log(
+      `export: ${fmt(exportSeconds)} s, ${fmtInt(exportContacts / exportSeconds)} rows/s, service RSS ${fmt(exportBefore / 1e6)} → peak ${fmt(exportPeak / 1e6)} MB`,
+    );
     rows.push([
       `GET /v1/contacts/export (${fmtInt(exportContacts)} contacts)`,
       fmt(exportSeconds),

@@ -179,13 +179,11 @@ export class ContactImportsService {
   ): Promise<void> {
     const batchRows = this.deps.batchRows ?? BATCH_ROWS;
     let rows: ImportRow[] = [];
-    let phones = new Set<string>();
     let counts = noCounts();
     let errors: ImportError[] = [];
     const flush = async (status?: 'completed' | 'failed', more: ImportError[] = []) => {
       const batch = { rows, counts, errors: [...errors, ...more] };
       rows = [];
-      phones = new Set();
       counts = noCounts();
       errors = [];
       await this.writeBatch(scope, id, onConflict, batch, status);
@@ -205,11 +203,7 @@ export class ContactImportsService {
             errors.push(...read.errors);
             continue;
           }
-          // A phone repeated in the file updates the contact its earlier row made: that row
-          // is written first.
-          if (phones.has(read.row.phone)) await flush();
           rows.push(read.row);
-          phones.add(read.row.phone);
           if (rows.length >= batchRows) await flush();
         }
         if (errors.length >= batchRows) await flush();
@@ -253,55 +247,59 @@ export class ContactImportsService {
         counts.total_rows += batch.rows.length;
         const events: { type: 'contact.created' | 'contact.updated'; data: Contact }[] = [];
         const tags = new Set<string>();
-        const existing = await this.deps.imports.lockByPhones(
-          trx,
-          accountId,
-          batch.rows.map((r) => r.phone),
-        );
-        const byPhone = new Map(existing.map((c) => [c.phone!, c]));
-        const creates: { row: ContactRow; line: number }[] = [];
-        const updates: ContactValues[] = [];
-        for (const row of batch.rows) {
-          const found = byPhone.get(row.phone);
-          if (!found) {
-            creates.push({ row: newContact(accountId, row, now), line: row.line });
-            continue;
-          }
-          if (onConflict === 'skip') {
-            counts.skipped++;
-            continue;
-          }
-          counts.updated++;
-          const values = applyRow(found, row);
-          if (!differs(found, values)) continue;
-          updates.push(values);
-          changed.push(found.id);
-          for (const tag of values.tags) tags.add(tag);
-          events.push({
-            type: 'contact.updated',
-            data: toContact({ ...found, ...values, updated_at: now }, found.identities),
-          });
-        }
-        const inserted = await this.deps.contacts.insertManyIfPhoneFree(
-          trx,
-          creates.map((c) => c.row),
-        );
-        for (const { row, line } of creates) {
-          if (!inserted.has(row.id)) {
-            // Taken by a contact created since this batch looked (a message, a request).
-            counts.failed++;
-            errors.push({
-              line,
-              field: 'phone',
-              issue: 'was taken meanwhile; import the row again',
+        // A phone repeated in the file updates the contact its earlier row made: the rows go
+        // in rounds (each phone's first row, then its second...), each round seeing the last.
+        for (const round of rounds(batch.rows)) {
+          const existing = await this.deps.imports.lockByPhones(
+            trx,
+            accountId,
+            round.map((r) => r.phone),
+          );
+          const byPhone = new Map(existing.map((c) => [c.phone!, c]));
+          const creates: { row: ContactRow; line: number }[] = [];
+          const updates: ContactValues[] = [];
+          for (const row of round) {
+            const found = byPhone.get(row.phone);
+            if (!found) {
+              creates.push({ row: newContact(accountId, row, now), line: row.line });
+              continue;
+            }
+            if (onConflict === 'skip') {
+              counts.skipped++;
+              continue;
+            }
+            counts.updated++;
+            const values = applyRow(found, row);
+            if (!differs(found, values)) continue;
+            updates.push(values);
+            changed.push(found.id);
+            for (const tag of values.tags) tags.add(tag);
+            events.push({
+              type: 'contact.updated',
+              data: toContact({ ...found, ...values, updated_at: now }, found.identities),
             });
-            continue;
           }
-          counts.created++;
-          for (const tag of row.tags) tags.add(tag);
-          events.push({ type: 'contact.created', data: toContact(row, []) });
+          const inserted = await this.deps.contacts.insertManyIfPhoneFree(
+            trx,
+            creates.map((c) => c.row),
+          );
+          for (const { row, line } of creates) {
+            if (!inserted.has(row.id)) {
+              // Taken by a contact created since this batch looked (a message, a request).
+              counts.failed++;
+              errors.push({
+                line,
+                field: 'phone',
+                issue: 'was taken meanwhile; import the row again',
+              });
+              continue;
+            }
+            counts.created++;
+            for (const tag of row.tags) tags.add(tag);
+            events.push({ type: 'contact.created', data: toContact(row, []) });
+          }
+          await this.deps.imports.updateMany(trx, accountId, updates, now);
         }
-        await this.deps.imports.updateMany(trx, accountId, updates, now);
         await this.deps.contacts.addTags(trx, accountId, [...tags].sort(), now);
         await this.deps.outbox.recordMany(
           trx,
@@ -314,6 +312,18 @@ export class ContactImportsService {
       for (const contactId of changed) this.deps.cache.invalidate(`${accountId} ${contactId}`);
     }
   }
+}
+
+/** The rows in rounds: each phone's first row in the first round, its second in the next... */
+function rounds(rows: ImportRow[]): ImportRow[][] {
+  const out: ImportRow[][] = [];
+  const seen = new Map<string, number>();
+  for (const row of rows) {
+    const n = seen.get(row.phone) ?? 0;
+    seen.set(row.phone, n + 1);
+    (out[n] ??= []).push(row);
+  }
+  return out;
 }
 
 /** The header of the file, checked (a 422 when it is not one, or names an unknown column). */
