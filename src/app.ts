@@ -11,6 +11,7 @@ import { cannedResponsesRoutes } from './canned-responses/canned-responses.route
 import type { Config } from './config.js';
 import { connectionsRoutes } from './connections/connections.routes.js';
 import { contactsRoutes } from './contacts/contacts.routes.js';
+import { contactCsvRoutes } from './contacts/imports/imports.routes.js';
 import { conversationsRoutes } from './conversations/conversations.routes.js';
 import { eventsRoutes } from './events/events.routes.js';
 import {
@@ -174,6 +175,7 @@ export async function buildApp(
       });
       apiKeysRoutes(v1, services.accounts);
       contactsRoutes(v1, services.contacts);
+      contactCsvRoutes(v1, services.contactImports);
       usersRoutes(v1, services.users);
       templatesRoutes(v1, services.templates);
       conversationsRoutes(v1, services.conversations);

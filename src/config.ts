@@ -30,6 +30,8 @@ export interface Config {
   mediaFetchConcurrency: number;
   /** The largest media file the service keeps, in bytes: an inbound one from a provider, or an upload (POST /v1/media). */
   mediaMaxBytes: number;
+  /** The largest CSV file `POST /v1/contacts/imports` takes (IMPORT_MAX_BYTES). */
+  importMaxBytes: number;
   /** Where Meta's Graph API is (tests point it at a local fake), without a trailing slash. */
   metaGraphUrl: string;
   /** The Graph API version in every request path, as `v23.0`. */
@@ -173,6 +175,13 @@ export function loadConfig(env: Env = process.env): Config {
     sessionRateLimitPerMinute: readInt(env, 'SESSION_RATE_LIMIT_PER_MINUTE', 1200, 1, 1_000_000),
     mediaFetchConcurrency: readInt(env, 'MEDIA_FETCH_CONCURRENCY', 16, 1, 1024),
     mediaMaxBytes: readInt(env, 'MEDIA_MAX_BYTES', 16 * 1024 * 1024, 1024, 100 * 1024 * 1024),
+    importMaxBytes: readInt(
+      env,
+      'IMPORT_MAX_BYTES',
+      100 * 1024 * 1024,
+      1024,
+      10 * 1024 * 1024 * 1024,
+    ),
     sandboxEnabled: readBool(env, 'SANDBOX_ENABLED', true),
     metaGraphUrl: (
       readUrl(env, 'META_GRAPH_URL', ['http:', 'https:']) ?? 'https://graph.facebook.com'

@@ -21,6 +21,7 @@ export type IdPrefix =
   | 'acc'
   | 'key'
   | 'con'
+  | 'imp'
   | 'conv'
   | 'msg'
   | 'note'

@@ -32,6 +32,8 @@ import type { Contact } from './contacts/contacts.schema.js';
 import { ContactsService } from './contacts/contacts.service.js';
 import { ContactIdentitiesRepository } from './contacts/identities.repository.js';
 import { ContactMergeRepository } from './contacts/merge.repository.js';
+import { ContactImportsRepository } from './contacts/imports/imports.repository.js';
+import { ContactImportsService } from './contacts/imports/imports.service.js';
 import { ConversationsRepository } from './conversations/conversations.repository.js';
 import { ConversationsService } from './conversations/conversations.service.js';
 import type { Db } from './db/database.js';
@@ -99,6 +101,7 @@ export type AppConfig = Pick<
   | 'publicUrl'
   | 'secretsKey'
   | 'mediaMaxBytes'
+  | 'importMaxBytes'
   | 'sessionRateLimitPerMinute'
 > &
   /** Believe no X-Forwarded-For when absent. */
@@ -450,10 +453,21 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     inboundWebhookJob(inbound),
     contactProfileJob(inbound),
   ] as JobHandler[];
+  const contactImports = new ContactImportsService({
+    tx,
+    contacts: new ContactsRepository(db),
+    imports: new ContactImportsRepository(db),
+    outbox,
+    clock,
+    cache: caches.contact,
+    maxBytes: config.importMaxBytes,
+    onError: (err) => log.error({ err }, 'a contacts import stopped'),
+  });
   return {
     accounts,
     cannedResponses,
     contacts,
+    contactImports,
     users,
     sessions,
     templates,

@@ -1,6 +1,7 @@
 import type { Suite } from '../lib/suite.js';
 import { broadcastsSuite } from './broadcasts.js';
 import { contactsSuite } from './contacts.js';
+import { contactsImportSuite } from './contacts-import.js';
 import { inboxLiveSuite } from './inbox-live.js';
 import { inboxSuite } from './inbox.js';
 import { messagesSuite } from './messages.js';
@@ -24,4 +25,5 @@ export const suites: readonly Suite[] = [
   streamsSuite,
   inboxSuite,
   inboxLiveSuite,
+  contactsImportSuite,
 ];

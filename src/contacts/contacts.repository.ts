@@ -21,6 +21,16 @@ export interface MessagingAddress {
 export interface ContactFilter {
   tag?: string;
   search?: string;
+  lifecycle_stage?: string;
+  /** Contacts with a conversation on this channel. */
+  channel?: Channel;
+}
+
+/** Where an export page starts: after this contact, newest first. */
+export interface ContactCursor {
+  /** As PostgreSQL writes the contact's `created_at` (to the microsecond). */
+  created_at: string;
+  id: string;
 }
 
 export interface ContactChanges {
@@ -122,11 +132,8 @@ export class ContactsRepository {
     return result.numDeletedRows > 0n;
   }
 
-  async list(
-    accountId: string,
-    filter: ContactFilter,
-    page: PageRequest,
-  ): Promise<{ rows: ContactRecord[]; total: number }> {
+  /** The account's contacts that pass the filter, nothing selected yet. */
+  private filtered(accountId: string, filter: ContactFilter) {
     let query = this.db.selectFrom('contacts').where('account_id', '=', accountId);
     if (filter.tag !== undefined) {
       query = query.where(sql<boolean>`tags @> ARRAY[${filter.tag}]::text[]`);
@@ -139,8 +146,25 @@ export class ContactsRepository {
         eb.or([eb('name', 'ilike', pattern), eb('phone', 'ilike', pattern)]),
       );
     }
-    const filtered = filter.tag !== undefined || filter.search !== undefined;
-    return paged(query, page, (q) =>
+    if (filter.lifecycle_stage !== undefined) {
+      query = query.where('lifecycle_stage', '=', filter.lifecycle_stage);
+    }
+    if (filter.channel !== undefined) {
+      // The conversations' unique (account, contact, channel) index answers each contact.
+      query = query.where(
+        sql<boolean>`EXISTS (SELECT 1 FROM conversations cv WHERE cv.account_id = contacts.account_id AND cv.contact_id = contacts.id AND cv.channel = ${filter.channel})`,
+      );
+    }
+    return query;
+  }
+
+  async list(
+    accountId: string,
+    filter: ContactFilter,
+    page: PageRequest,
+  ): Promise<{ rows: ContactRecord[]; total: number }> {
+    const filtered = Object.values(filter).some((v) => v !== undefined);
+    return paged(this.filtered(accountId, filter), page, (q) =>
       q
         .select(CONTACT_COLUMNS)
         .select(IDENTITIES)
@@ -148,6 +172,43 @@ export class ContactsRepository {
         .orderBy('id', 'desc')
         .$if(filtered, (q) => q.modifyEnd(CUSTOM_PLAN)),
     );
+  }
+
+  /**
+   * A page of an export, newest first, after `cursor` (keyset: each page is an index range,
+   * however deep into the list it is).
+   */
+  async exportPage(
+    accountId: string,
+    filter: ContactFilter,
+    cursor: ContactCursor | null,
+    limit: number,
+  ): Promise<(ContactRow & { cursor_at: string })[]> {
+    // The cursor's time as PostgreSQL writes it: microseconds, which a Date would lose.
+    return this.filtered(accountId, filter)
+      .select(CONTACT_COLUMNS)
+      .select(sql<string>`created_at::text`.as('cursor_at'))
+      .$if(cursor !== null, (q) =>
+        q.where(
+          sql<boolean>`(created_at, id) < (${cursor!.created_at}::timestamptz, ${cursor!.id})`,
+        ),
+      )
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(limit)
+      .modifyEnd(CUSTOM_PLAN)
+      .execute();
+  }
+
+  /** Every custom field key of the contacts the filter passes, in order. */
+  async customFieldKeys(accountId: string, filter: ContactFilter): Promise<string[]> {
+    const rows = await sql<{ key: string }>`
+      SELECT DISTINCT jsonb_object_keys(custom_fields) AS key
+      FROM (${this.filtered(accountId, filter)
+        .select('custom_fields')
+        .where(sql<boolean>`custom_fields <> '{}'::jsonb`)}) f
+      ORDER BY key`.execute(this.db);
+    return rows.rows.map((r) => r.key);
   }
 
   /** Inserts unless the phone is taken; `undefined` means another row has it (race-safe). */

@@ -29,7 +29,12 @@ export function contactsRoutes(app: FastifyInstance, contacts: ContactsService):
     handler: (req) =>
       contacts.list(
         req.scope,
-        { tag: req.query.tag, search: req.query.search },
+        {
+          tag: req.query.tag,
+          search: req.query.search,
+          lifecycle_stage: req.query.lifecycle_stage,
+          channel: req.query.channel,
+        },
         pageRequest(req.query),
       ),
   });

@@ -110,20 +110,30 @@ export const LifecycleBody = Type.Object(
 );
 export type LifecycleBody = Static<typeof LifecycleBody>;
 
+/** The filters of the contacts list and of its export. */
+export const ContactFilterQuery = {
+  tag: Type.Optional(
+    Type.String({ minLength: 1, maxLength: 64, description: 'Only contacts having this tag.' }),
+  ),
+  search: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 100,
+      description: 'Case-insensitive partial match on name or phone; % and _ match literally.',
+    }),
+  ),
+  lifecycle_stage: Type.Optional(
+    Type.Enum(LIFECYCLE_STAGES, { description: 'Only contacts at this lifecycle stage.' }),
+  ),
+  channel: Type.Optional(
+    Type.Enum(['whatsapp', 'instagram', 'messenger', 'webchat'], {
+      description: 'Only contacts with a conversation on this channel.',
+    }),
+  ),
+};
+
 export const ListContactsQuery = Type.Object(
-  {
-    ...PageQuery,
-    tag: Type.Optional(
-      Type.String({ minLength: 1, maxLength: 64, description: 'Only contacts having this tag.' }),
-    ),
-    search: Type.Optional(
-      Type.String({
-        minLength: 1,
-        maxLength: 100,
-        description: 'Case-insensitive partial match on name or phone; % and _ match literally.',
-      }),
-    ),
-  },
+  { ...PageQuery, ...ContactFilterQuery },
   { additionalProperties: false },
 );
 export type ListContactsQuery = Static<typeof ListContactsQuery>;

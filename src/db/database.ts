@@ -39,6 +39,7 @@ import * as m025 from './migrations/025_conversation_search.js';
 import * as m026 from './migrations/026_event_notify_per_statement.js';
 import * as m027 from './migrations/027_conversation_search_contact.js';
 import * as m028 from './migrations/028_conversation_counts.js';
+import * as m029 from './migrations/029_contact_imports.js';
 import * as m030 from './migrations/030_webhook_attempt_details.js';
 import * as m032 from './migrations/032_contact_name_keys.js';
 
@@ -180,6 +181,7 @@ export const migrations: Record<string, Migration> = {
   '026_event_notify_per_statement': m026,
   '027_conversation_search_contact': m027,
   '028_conversation_counts': m028,
+  '029_contact_imports': m029,
   '030_webhook_attempt_details': m030,
   '032_contact_name_keys': m032,
 };

@@ -105,7 +105,7 @@ function refusal(err: unknown, maxBytes: number): AppError {
  * Watches the request's bytes arrive; `stalled` rejects with a 408 when none came for
  * `idleMs`, or when, past `graceMs`, they average under `minBytesPerSecond`.
  */
-function watchForStall(
+export function watchForStall(
   request: FastifyRequest,
   limits: StallLimits,
 ): { stalled: Promise<never>; stop: () => void } {

@@ -22,6 +22,11 @@ export const keys = {
   messages: (id: string) => ['messages', id] as const,
   notes: (id: string) => ['notes', id] as const,
   contact: (id: string) => ['contact', id] as const,
+  /** The contacts table: `['contacts', 'list', …]` for every filter and page. */
+  contactLists: () => ['contacts', 'list'] as const,
+  contactList: (query: Record<string, string | number>) => ['contacts', 'list', query] as const,
+  tags: () => ['tags'] as const,
+  contactImport: (id: string) => ['contact-import', id] as const,
   users: () => ['users'] as const,
   teams: () => ['teams'] as const,
   templates: () => ['templates'] as const,

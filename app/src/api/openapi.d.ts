@@ -183,6 +183,43 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/contacts/imports/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A contacts import's progress and report */
+        get: operations["getContactImport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/contacts/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The contacts of a search as CSV, streamed
+         * @description The contacts the filters pass (as `GET /v1/contacts` takes them), newest first, in the import's columns: `phone`, `name`, `email`, `tags` (joined by `;`), `lifecycle_stage`, and `custom_fields.<key>` for every key any of them has. Streamed as it is read. A cell that starts with `=`, `+`, `-` or `@` (or a tab or carriage return) is written with a `'` before it, so that a spreadsheet shows it as text instead of running it as a formula; the phone (always `+` and digits) is written as it is, and an import takes the `'` off again.
+         */
+        get: operations["exportContacts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/users": {
         parameters: {
             query?: never;
@@ -842,6 +879,30 @@ export interface paths {
         get: operations["streamEvents"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/contacts/imports": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Import contacts from CSV
+         * @description Body `text/csv` (UTF-8, a header row), up to IMPORT_MAX_BYTES (100 MB by default). A row whose phone belongs to a contact updates it (or is skipped with `on_conflict=skip`); an empty cell leaves its field as it is; `tags` replace the contact's tags, `custom_fields.<key>` cells are merged into its fields. A phone repeated in the file updates the contact its earlier row made. A row with one bad cell (a NUL character included) fails whole and is reported by its line. An unknown column is a 422 naming it. Created rows emit `contact.created`, updated ones `contact.updated` (a row that changes nothing counts as updated, with no event). The file is read in the background: follow `GET /v1/contacts/imports/{id}`.
+         *
+         *     ```sh
+         *     curl -H 'Content-Type: text/csv' --data-binary @contacts.csv -H "Authorization: Bearer $KEY" $URL/v1/contacts/imports
+         *     ```
+         */
+        post: operations["importContacts"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1941,6 +2002,10 @@ export interface operations {
                 tag?: string;
                 /** @description Case-insensitive partial match on name or phone; % and _ match literally. */
                 search?: string;
+                /** @description Only contacts at this lifecycle stage. */
+                lifecycle_stage?: "lead" | "customer" | "churned";
+                /** @description Only contacts with a conversation on this channel. */
+                channel?: "whatsapp" | "instagram" | "messenger" | "webchat";
             };
             header?: never;
             path?: never;
@@ -2580,6 +2645,177 @@ export interface operations {
                         total: number;
                         page: number;
                     };
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getContactImport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "imp_01JD2Q8H3V6W9X0Y1Z2A3B4C5D",
+                     *       "status": "completed",
+                     *       "on_conflict": "update",
+                     *       "total_rows": 1000,
+                     *       "created": 970,
+                     *       "updated": 20,
+                     *       "skipped": 0,
+                     *       "failed": 10,
+                     *       "errors": [
+                     *         {
+                     *           "line": 17,
+                     *           "field": "phone",
+                     *           "issue": "must be a valid E.164 number such as +14155550123"
+                     *         }
+                     *       ],
+                     *       "created_at": "2026-11-27T18:00:00.000Z",
+                     *       "updated_at": "2026-11-27T18:00:01.200Z"
+                     *     }
+                     */
+                    "application/json": {
+                        id: string;
+                        /**
+                         * @description `failed` when the file stops being valid CSV (the rows before it stay imported and counted) or the import was stopped by an error of the service.
+                         * @enum {unknown}
+                         */
+                        status: "processing" | "completed" | "failed";
+                        /** @enum {unknown} */
+                        on_conflict: "update" | "skip";
+                        /** @description Data rows read so far; each is counted in exactly one of the four below. */
+                        total_rows: number;
+                        created: number;
+                        updated: number;
+                        skipped: number;
+                        failed: number;
+                        /** @description The refused rows by line, one entry per bad cell (a row with one bad cell fails whole); at most 10,000 entries. */
+                        errors: {
+                            /** @description The row's line in the file (the header is line 1). */
+                            line: number;
+                            /** @description The column of the bad cell; `row` for a row with the wrong number of cells, `file` where the file stops being CSV. */
+                            field: string;
+                            issue: string;
+                        }[];
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                    };
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    exportContacts: {
+        parameters: {
+            query?: {
+                /** @description Only contacts having this tag. */
+                tag?: string;
+                /** @description Case-insensitive partial match on name or phone; % and _ match literally. */
+                search?: string;
+                /** @description Only contacts at this lifecycle stage. */
+                lifecycle_stage?: "lead" | "customer" | "churned";
+                /** @description Only contacts with a conversation on this channel. */
+                channel?: "whatsapp" | "instagram" | "messenger" | "webchat";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description CSV (UTF-8), one row per contact after the header. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": string;
                 };
             };
             /** @description The error envelope every failure answers with. */
@@ -7186,6 +7422,112 @@ export interface operations {
             };
             /** @description The error envelope every failure answers with. */
             503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    importContacts: {
+        parameters: {
+            query?: {
+                /** @description What a row whose phone belongs to a contact does: `update` that contact (default) or `skip` the row (counted in `skipped`). */
+                on_conflict?: "update" | "skip";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description UTF-8 CSV with a header row. Columns: `phone` (required, E.164), `name`, `email`, `tags` (separated by `;`), `lifecycle_stage` (`lead`, `customer`, `churned`), `custom_fields.<key>`. */
+        requestBody: {
+            content: {
+                /**
+                 * @example phone,name,email,tags,lifecycle_stage,custom_fields.plan
+                 *     +14155550123,Ada Lovelace,ada@example.com,vip;beta,customer,pro
+                 */
+                "text/csv": string;
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "imp_01JD2Q8H3V6W9X0Y1Z2A3B4C5D",
+                     *       "status": "processing"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description Prefixed `imp_`. */
+                        id: string;
+                        /** @enum {string} */
+                        status: "processing";
+                    };
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };

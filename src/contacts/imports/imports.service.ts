@@ -1,0 +1,381 @@
+import { createReadStream } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import type { Clock } from '../../clock.js';
+import type { ReadCache } from '../../db/read-cache.js';
+import type { Scope, Transactor } from '../../db/transactor.js';
+import { NotFound, ValidationError } from '../../errors.js';
+import type { Outbox } from '../../events/outbox.js';
+import { newId } from '../../ids.js';
+import { toContact } from '../contact.js';
+import type { ContactRow } from '../contact-columns.js';
+import type { ContactCursor, ContactFilter, ContactsRepository } from '../contacts.repository.js';
+import type { Contact } from '../contacts.schema.js';
+import { csvLine, CsvSyntaxError, readCsv } from './csv.js';
+import {
+  CUSTOM_FIELD_PREFIX,
+  FIXED_COLUMNS,
+  readHeader,
+  readRow,
+  type Column,
+  type ImportRow,
+} from './import-columns.js';
+import type {
+  ContactImportsRepository,
+  ContactValues,
+  ImportCounts,
+  ImportError,
+  ImportRecord,
+  OnConflict,
+} from './imports.repository.js';
+
+/** What `GET /v1/contacts/imports/{id}` answers. */
+export interface ImportReport extends ImportCounts {
+  id: string;
+  status: ImportRecord['status'];
+  on_conflict: OnConflict;
+  errors: ImportError[];
+  created_at: string;
+  updated_at: string;
+}
+
+/** Rows written per transaction (one statement each for the lookup, inserts and updates). */
+const BATCH_ROWS = 1000;
+
+/** Contacts read per statement of an export. */
+const EXPORT_PAGE_ROWS = 2000;
+/** The phone (always `+` and digits) is written without the formula escape. */
+const PLAIN_CELLS = new Set([0]);
+
+const noCounts = (): ImportCounts => ({
+  total_rows: 0,
+  created: 0,
+  updated: 0,
+  skipped: 0,
+  failed: 0,
+});
+
+/**
+ * CSV imports of contacts (DESIGN §6): the file, kept on disk while the request arrives, is
+ * read a record at a time after the 202, and written a batch of rows per transaction, each
+ * with its contacts' events and the import's progress. Every data row lands in exactly one of
+ * created, updated, skipped and failed.
+ */
+export class ContactImportsService {
+  /** Imports running in this process (the app waits for them when it closes). */
+  private readonly running = new Set<Promise<void>>();
+
+  constructor(
+    private readonly deps: {
+      tx: Transactor;
+      contacts: ContactsRepository;
+      imports: ContactImportsRepository;
+      outbox: Outbox;
+      clock: Clock;
+      cache: ReadCache<Contact>;
+      /** Bytes an import's file may have (IMPORT_MAX_BYTES). */
+      maxBytes: number;
+      /** Told of an import that stopped on an error of ours. */
+      onError?: (err: unknown) => void;
+      batchRows?: number;
+    },
+  ) {}
+
+  get maxBytes(): number {
+    return this.deps.maxBytes;
+  }
+
+  /**
+   * Checks the file's header (a 422 naming an unknown column), records the import and starts it
+   * in the background; the file is removed once it is read. The file is the caller's until
+   * this resolves, then the import's.
+   */
+  async start(
+    scope: Scope,
+    file: string,
+    onConflict: OnConflict,
+  ): Promise<{ id: string; status: 'processing' }> {
+    const columns = await readFileHeader(file);
+    const id = newId('imp');
+    const answer = { id, status: 'processing' as const };
+    await this.deps.tx.run(scope, async (trx) => {
+      await this.deps.imports.create(trx, scope.accountId, id, onConflict, this.deps.clock.now());
+      return answer;
+    });
+    const work = { accountId: scope.accountId, actor: scope.actor };
+    const job: Promise<void> = this.run(work, id, file, columns, onConflict)
+      .catch((err) => this.deps.onError?.(err))
+      .finally(() => {
+        this.running.delete(job);
+        void rm(file, { force: true });
+      });
+    this.running.add(job);
+    return answer;
+  }
+
+  /** Resolves once every import running in this process has ended. */
+  async settled(): Promise<void> {
+    while (this.running.size > 0) await Promise.allSettled([...this.running]);
+  }
+
+  /**
+   * The contacts the filter passes as CSV, newest first, in the import's columns (one
+   * `custom_fields.<key>` column per key any of them has), read a page at a time as the client
+   * takes them: memory stays flat however many there are.
+   */
+  async *export(scope: Scope, filter: ContactFilter): AsyncGenerator<string> {
+    const keys = await this.deps.contacts.customFieldKeys(scope.accountId, filter);
+    yield csvLine([...FIXED_COLUMNS, ...keys.map((k) => `${CUSTOM_FIELD_PREFIX}${k}`)]);
+    let cursor: ContactCursor | null = null;
+    for (;;) {
+      const rows = await this.deps.contacts.exportPage(
+        scope.accountId,
+        filter,
+        cursor,
+        EXPORT_PAGE_ROWS,
+      );
+      let text = '';
+      for (const c of rows) {
+        const fields = keys.map((k) => {
+          const value = c.custom_fields[k];
+          return value === undefined ? null : String(value);
+        });
+        text += csvLine(
+          [c.phone, c.name, c.email, c.tags.join(';'), c.lifecycle_stage, ...fields],
+          PLAIN_CELLS,
+        );
+      }
+      if (text !== '') yield text;
+      const last = rows.at(-1);
+      if (!last || rows.length < EXPORT_PAGE_ROWS) return;
+      cursor = { created_at: last.cursor_at, id: last.id };
+    }
+  }
+
+  async get(scope: Scope, id: string): Promise<ImportReport> {
+    const found = await this.deps.imports.find(scope.accountId, id);
+    if (!found) throw new NotFound('import', id);
+    const { record, errors } = found;
+    return {
+      id: record.id,
+      status: record.status,
+      on_conflict: record.on_conflict,
+      total_rows: record.total_rows,
+      created: record.created,
+      updated: record.updated,
+      skipped: record.skipped,
+      failed: record.failed,
+      errors,
+      created_at: record.created_at.toISOString(),
+      updated_at: record.updated_at.toISOString(),
+    };
+  }
+
+  private async run(
+    scope: Scope,
+    id: string,
+    file: string,
+    columns: Column[],
+    onConflict: OnConflict,
+  ): Promise<void> {
+    const batchRows = this.deps.batchRows ?? BATCH_ROWS;
+    let rows: ImportRow[] = [];
+    let counts = noCounts();
+    let errors: ImportError[] = [];
+    const flush = async (status?: 'completed' | 'failed', more: ImportError[] = []) => {
+      const batch = { rows, counts, errors: [...errors, ...more] };
+      rows = [];
+      counts = noCounts();
+      errors = [];
+      await this.writeBatch(scope, id, onConflict, batch, status);
+    };
+    try {
+      let header = true;
+      for await (const records of readCsv(createReadStream(file))) {
+        for (const record of records) {
+          if (header) {
+            header = false;
+            continue;
+          }
+          const read = readRow(columns, record.cells, record.line);
+          if ('errors' in read) {
+            counts.total_rows++;
+            counts.failed++;
+            errors.push(...read.errors);
+            continue;
+          }
+          rows.push(read.row);
+          if (rows.length >= batchRows) await flush();
+        }
+        if (errors.length >= batchRows) await flush();
+      }
+      await flush('completed');
+    } catch (err) {
+      if (!(err instanceof CsvSyntaxError)) {
+        await this.deps.imports.progress(
+          this.deps.tx.db,
+          scope.accountId,
+          id,
+          noCounts(),
+          [{ line: 0, field: 'import', issue: 'stopped by an error of the service; import again' }],
+          this.deps.clock.now(),
+          'failed',
+        );
+        throw err;
+      }
+      await flush('failed', [{ line: err.line, field: 'file', issue: err.message }]);
+    }
+  }
+
+  /**
+   * One transaction: the batch's rows written (the existing contacts locked and updated in one
+   * statement, the new ones inserted in one), their events and tags, and the import's counts.
+   */
+  private async writeBatch(
+    scope: Scope,
+    id: string,
+    onConflict: OnConflict,
+    batch: { rows: ImportRow[]; counts: ImportCounts; errors: ImportError[] },
+    status?: 'completed' | 'failed',
+  ): Promise<void> {
+    const { accountId } = scope;
+    const counts = { ...batch.counts };
+    const errors = [...batch.errors];
+    const changed: string[] = [];
+    try {
+      await this.deps.tx.run(scope, async (trx) => {
+        const now = this.deps.clock.now();
+        counts.total_rows += batch.rows.length;
+        const events: { type: 'contact.created' | 'contact.updated'; data: Contact }[] = [];
+        const tags = new Set<string>();
+        // A phone repeated in the file updates the contact its earlier row made: the rows go
+        // in rounds (each phone's first row, then its second...), each round seeing the last.
+        for (const round of rounds(batch.rows)) {
+          const existing = await this.deps.imports.lockByPhones(
+            trx,
+            accountId,
+            round.map((r) => r.phone),
+          );
+          const byPhone = new Map(existing.map((c) => [c.phone!, c]));
+          const creates: { row: ContactRow; line: number }[] = [];
+          const updates: ContactValues[] = [];
+          for (const row of round) {
+            const found = byPhone.get(row.phone);
+            if (!found) {
+              creates.push({ row: newContact(accountId, row, now), line: row.line });
+              continue;
+            }
+            if (onConflict === 'skip') {
+              counts.skipped++;
+              continue;
+            }
+            counts.updated++;
+            const values = applyRow(found, row);
+            if (!differs(found, values)) continue;
+            updates.push(values);
+            changed.push(found.id);
+            for (const tag of values.tags) tags.add(tag);
+            events.push({
+              type: 'contact.updated',
+              data: toContact({ ...found, ...values, updated_at: now }, found.identities),
+            });
+          }
+          const inserted = await this.deps.contacts.insertManyIfPhoneFree(
+            trx,
+            creates.map((c) => c.row),
+          );
+          for (const { row, line } of creates) {
+            if (!inserted.has(row.id)) {
+              // Taken by a contact created since this batch looked (a message, a request).
+              counts.failed++;
+              errors.push({
+                line,
+                field: 'phone',
+                issue: 'was taken meanwhile; import the row again',
+              });
+              continue;
+            }
+            counts.created++;
+            for (const tag of row.tags) tags.add(tag);
+            events.push({ type: 'contact.created', data: toContact(row, []) });
+          }
+          await this.deps.imports.updateMany(trx, accountId, updates, now);
+        }
+        await this.deps.contacts.addTags(trx, accountId, [...tags].sort(), now);
+        await this.deps.outbox.recordMany(
+          trx,
+          accountId,
+          events.map((e) => ({ ...e, actor: scope.actor })),
+        );
+        await this.deps.imports.progress(trx, accountId, id, counts, errors, now, status);
+      });
+    } finally {
+      for (const contactId of changed) this.deps.cache.invalidate(`${accountId} ${contactId}`);
+    }
+  }
+}
+
+/** The rows in rounds: each phone's first row in the first round, its second in the next... */
+function rounds(rows: ImportRow[]): ImportRow[][] {
+  const out: ImportRow[][] = [];
+  const seen = new Map<string, number>();
+  for (const row of rows) {
+    const n = seen.get(row.phone) ?? 0;
+    seen.set(row.phone, n + 1);
+    (out[n] ??= []).push(row);
+  }
+  return out;
+}
+
+/** The header of the file, checked (a 422 when it is not one, or names an unknown column). */
+async function readFileHeader(file: string): Promise<Column[]> {
+  const stream = createReadStream(file);
+  try {
+    for await (const records of readCsv(stream)) {
+      const first = records[0];
+      if (first) return readHeader(first.cells);
+    }
+  } catch (err) {
+    if (err instanceof CsvSyntaxError) throw new ValidationError('header', err.message);
+    throw err;
+  } finally {
+    stream.destroy();
+  }
+  throw new ValidationError('body', 'must start with a header row naming its columns');
+}
+
+function newContact(accountId: string, row: ImportRow, now: Date): ContactRow {
+  return {
+    account_id: accountId,
+    id: newId('con'),
+    phone: row.phone,
+    name: row.name ?? null,
+    email: row.email ?? null,
+    tags: row.tags ?? [],
+    lifecycle_stage: row.lifecycle_stage ?? null,
+    custom_fields: row.custom_fields,
+    created_at: now,
+    updated_at: now,
+  };
+}
+
+/** The contact's fields after the row: empty cells leave theirs, tags are replaced, fields merged. */
+function applyRow(contact: ContactRow, row: ImportRow): ContactValues {
+  return {
+    id: contact.id,
+    name: row.name ?? contact.name,
+    email: row.email ?? contact.email,
+    tags: row.tags ?? contact.tags,
+    lifecycle_stage: row.lifecycle_stage ?? contact.lifecycle_stage,
+    custom_fields: { ...contact.custom_fields, ...row.custom_fields },
+  };
+}
+
+function differs(contact: ContactRow, values: ContactValues): boolean {
+  return (
+    values.name !== contact.name ||
+    values.email !== contact.email ||
+    values.lifecycle_stage !== contact.lifecycle_stage ||
+    JSON.stringify(values.tags) !== JSON.stringify(contact.tags) ||
+    Object.entries(values.custom_fields).some(([k, v]) => contact.custom_fields[k] !== v)
+  );
+}

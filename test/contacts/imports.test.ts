@@ -1,0 +1,363 @@
+import Fastify, { type FastifyInstance } from 'fastify';
+import net from 'node:net';
+import { readFile } from 'node:fs/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { receiveCsv } from '../../src/contacts/imports/csv-body.js';
+import { AppError } from '../../src/errors.js';
+import {
+  newAccount,
+  randomPhone,
+  startTestApp,
+  type TestAccount,
+  type TestApp,
+} from '../helpers.js';
+import { createContact, receive } from '../inbox-helpers.js';
+import { signedInUser } from '../users/session-helpers.js';
+
+let t: TestApp;
+beforeAll(async () => {
+  t = await startTestApp({ config: { importMaxBytes: 200_000 } });
+});
+afterAll(() => t.close());
+
+interface Report {
+  id: string;
+  status: string;
+  total_rows: number;
+  created: number;
+  updated: number;
+  skipped: number;
+  failed: number;
+  errors: { line: number; field: string; issue: string }[];
+}
+
+function post(acc: TestAccount, csv: string, query = '') {
+  return acc.call({
+    method: 'POST',
+    url: `/v1/contacts/imports${query}`,
+    headers: { 'content-type': 'text/csv' },
+    payload: csv,
+  });
+}
+
+async function importCsv(acc: TestAccount, csv: string, query = ''): Promise<Report> {
+  const res = await post(acc, csv, query);
+  expect(res.statusCode, res.body).toBe(202);
+  const started = res.json<{ id: string; status: string }>();
+  expect(started.status).toBe('processing');
+  expect(started.id).toMatch(/^imp_/);
+  await t.services.contactImports.settled();
+  const report = await acc.call({ method: 'GET', url: `/v1/contacts/imports/${started.id}` });
+  expect(report.statusCode, report.body).toBe(200);
+  return report.json<Report>();
+}
+
+async function byPhone(acc: TestAccount, phone: string) {
+  const res = await acc.call({
+    method: 'GET',
+    url: `/v1/contacts?search=${encodeURIComponent(phone)}`,
+  });
+  return res.json<{ data: Record<string, unknown>[] }>().data[0];
+}
+
+function eventsOf(accountId: string, type: string) {
+  return t.db
+    .selectFrom('events')
+    .select(['data'])
+    .where('account_id', '=', accountId)
+    .where('type', '=', type)
+    .execute();
+}
+
+describe('POST /v1/contacts/imports', () => {
+  it('imports 990 rows of a 1,000-row file and reports the 10 bad ones by line', async () => {
+    const acc = await newAccount(t);
+    const lines = ['phone,name,email,tags,lifecycle_stage,custom_fields.plan'];
+    const bad = new Set([5, 100, 200, 300, 400, 500, 600, 700, 800, 1000]);
+    for (let i = 1; i <= 1000; i++) {
+      const phone = bad.has(i) ? 'not-a-phone' : randomPhone();
+      lines.push(`${phone},Person ${i},p${i}@example.com,a;b,lead,pro`);
+    }
+    const report = await importCsv(acc, lines.join('\n') + '\n');
+    expect(report).toMatchObject({
+      status: 'completed',
+      total_rows: 1000,
+      created: 990,
+      updated: 0,
+      skipped: 0,
+      failed: 10,
+    });
+    // Data row i is on line i + 1 (the header is line 1).
+    expect(report.errors.map((e) => e.line)).toEqual([...bad].map((i) => i + 1));
+    expect(report.errors.every((e) => e.field === 'phone')).toBe(true);
+    expect((await eventsOf(acc.accountId, 'contact.created')).length).toBe(990);
+    const list = await acc.call({ method: 'GET', url: '/v1/contacts?tag=b&limit=1' });
+    expect(list.json().total).toBe(990);
+    expect(list.json().data[0]).toMatchObject({
+      tags: ['a', 'b'],
+      lifecycle_stage: 'lead',
+      custom_fields: { plan: 'pro' },
+    });
+  });
+
+  it('updates the contact a phone belongs to; an empty cell leaves its field', async () => {
+    const acc = await newAccount(t);
+    const phone = randomPhone();
+    await acc.call({
+      method: 'POST',
+      url: '/v1/contacts',
+      payload: { phone, name: 'Old', email: 'old@example.com', custom_fields: { a: 'x' } },
+    });
+    const report = await importCsv(
+      acc,
+      `phone,name,email,custom_fields.b\r\n${phone},New,,y\r\n${phone},,,\r\n`,
+    );
+    expect(report).toMatchObject({ total_rows: 2, created: 0, updated: 2, failed: 0 });
+    const contact = await byPhone(acc, phone);
+    expect(contact).toMatchObject({
+      name: 'New',
+      email: 'old@example.com',
+      custom_fields: { a: 'x', b: 'y' },
+    });
+    // The second row changed nothing: one event.
+    expect((await eventsOf(acc.accountId, 'contact.updated')).length).toBe(1);
+  });
+
+  it('on_conflict=skip leaves an existing contact and counts the row skipped', async () => {
+    const acc = await newAccount(t);
+    const phone = randomPhone();
+    await acc.call({ method: 'POST', url: '/v1/contacts', payload: { phone, name: 'Kept' } });
+    const report = await importCsv(
+      acc,
+      `phone,name\n${phone},Changed\n${randomPhone()},New\n`,
+      '?on_conflict=skip',
+    );
+    expect(report).toMatchObject({ total_rows: 2, created: 1, skipped: 1, updated: 0 });
+    expect((await byPhone(acc, phone))!.name).toBe('Kept');
+  });
+
+  it('a phone repeated in the file updates the contact its earlier row made', async () => {
+    const acc = await newAccount(t);
+    const phone = randomPhone();
+    const report = await importCsv(acc, `phone,name,email\n${phone},First,\n${phone},,a@b.co\n`);
+    expect(report).toMatchObject({ total_rows: 2, created: 1, updated: 1 });
+    expect(await byPhone(acc, phone)).toMatchObject({ name: 'First', email: 'a@b.co' });
+    expect((await eventsOf(acc.accountId, 'contact.created')).length).toBe(1);
+    expect((await eventsOf(acc.accountId, 'contact.updated')).length).toBe(1);
+  });
+
+  it('fails a row whole on one bad cell (NUL, email, stage, cell count), with its line', async () => {
+    const acc = await newAccount(t);
+    const rows = [
+      'phone,name,email,lifecycle_stage,tags',
+      `${randomPhone()},Nul\u0000Name,,,`,
+      `${randomPhone()},Ok,not-an-email,,`,
+      `${randomPhone()},Ok,,boss,`,
+      `${randomPhone()},Short`,
+      '',
+      `${randomPhone()},"Multi`,
+      `line",,,`,
+      `,Nobody,,,`,
+      `${randomPhone()},Good,,customer,x;y`,
+    ];
+    const report = await importCsv(acc, rows.join('\n'));
+    expect(report).toMatchObject({ total_rows: 7, created: 2, failed: 5 });
+    expect(report.errors).toEqual([
+      { line: 2, field: 'name', issue: expect.stringContaining('NUL') },
+      { line: 3, field: 'email', issue: expect.any(String) },
+      { line: 4, field: 'lifecycle_stage', issue: expect.any(String) },
+      { line: 5, field: 'row', issue: expect.any(String) },
+      { line: 9, field: 'phone', issue: expect.stringContaining('required') },
+    ]);
+  });
+
+  it('a file that stops being CSV fails the import; the rows before it stay', async () => {
+    const acc = await newAccount(t);
+    const report = await importCsv(acc, `phone,name\n${randomPhone()},A\n${randomPhone()},"B\n`);
+    expect(report.status).toBe('failed');
+    expect(report.created).toBe(1);
+    expect(report.errors).toEqual([{ line: 3, field: 'file', issue: expect.any(String) }]);
+  });
+
+  it('an unknown column is a 422 naming it; so is a file without phone', async () => {
+    const acc = await newAccount(t);
+    const res = await post(acc, 'phone,nickname\n+14155550100,x\n');
+    expect(res.statusCode).toBe(422);
+    expect(res.json().error.details[0].field).toBe('header.nickname');
+    expect(res.json().error.message).toContain('nickname');
+    const noPhone = await post(acc, 'name\nx\n');
+    expect(noPhone.statusCode).toBe(422);
+    const badKey = await post(acc, 'phone,custom_fields.Bad-Key\n');
+    expect(badKey.statusCode).toBe(422);
+    expect((await post(acc, '')).statusCode).toBe(422);
+  });
+
+  it('takes only text/csv, up to IMPORT_MAX_BYTES', async () => {
+    const acc = await newAccount(t);
+    const json = await acc.call({
+      method: 'POST',
+      url: '/v1/contacts/imports',
+      payload: { phone: '+14155550100' },
+    });
+    expect(json.statusCode).toBe(400);
+    const big = 'phone,name\n' + `${randomPhone()},${'x'.repeat(200)}\n`.repeat(1500);
+    const res = await post(acc, big);
+    expect(res.statusCode).toBe(413);
+    expect(res.json().error.code).toBe('payload_too_large');
+  });
+
+  it('is for admins; an agent reads an import but cannot start one', async () => {
+    const acc = await newAccount(t);
+    const agent = await signedInUser(t, acc, { role: 'agent' });
+    const refused = await agent.call({
+      method: 'POST',
+      url: '/v1/contacts/imports',
+      headers: { 'content-type': 'text/csv' },
+      payload: 'phone\n',
+    });
+    expect(refused.statusCode).toBe(403);
+    const admin = await signedInUser(t, acc, { role: 'admin' });
+    const started = await admin.call({
+      method: 'POST',
+      url: '/v1/contacts/imports',
+      headers: { 'content-type': 'text/csv' },
+      payload: `phone\n${randomPhone()}\n`,
+    });
+    expect(started.statusCode, started.body).toBe(202);
+    await t.services.contactImports.settled();
+    const read = await agent.call({
+      method: 'GET',
+      url: `/v1/contacts/imports/${started.json().id}`,
+    });
+    expect(read.statusCode).toBe(200);
+    expect(read.json().created).toBe(1);
+    // The created contact's event names who imported it.
+    const [event] = await eventsOf(acc.accountId, 'contact.created');
+    expect((event!.data as { actor?: { id: string } }).actor?.id).toBe(admin.userId);
+  });
+
+  it('an unknown import is a 404', async () => {
+    const acc = await newAccount(t);
+    const res = await acc.call({ method: 'GET', url: '/v1/contacts/imports/imp_nope' });
+    expect(res.statusCode).toBe(404);
+  });
+});
+
+describe('GET /v1/contacts/export', () => {
+  it('streams the contacts of a search as CSV that imports back unchanged', async () => {
+    const acc = await newAccount(t);
+    const [p1, p2, p3] = [randomPhone(), randomPhone(), randomPhone()];
+    await importCsv(
+      acc,
+      [
+        'phone,name,email,tags,lifecycle_stage,custom_fields.note,custom_fields.plan',
+        `${p1},"=HYPERLINK(""x"")",a@b.co,vip;x,lead,"@risk, maybe",pro`,
+        `${p2},"Smith, Jo",,vip,customer,-1,`,
+        `${p3},Other,,,,,`,
+      ].join('\n'),
+    );
+    const res = await acc.call({ method: 'GET', url: '/v1/contacts/export?tag=vip' });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.headers['content-type']).toContain('text/csv');
+    const lines = res.body.trimEnd().split('\r\n');
+    expect(lines[0]).toBe(
+      'phone,name,email,tags,lifecycle_stage,custom_fields.note,custom_fields.plan',
+    );
+    // Newest first (both were created in one batch: id order); formulas escaped; phone as is.
+    expect(lines).toContain(`${p1},"'=HYPERLINK(""x"")",a@b.co,vip;x,lead,"'@risk, maybe",pro`);
+    expect(lines).toContain(`${p2},"Smith, Jo",,vip,customer,'-1,`);
+    expect(lines).toHaveLength(3);
+    const lead = await acc.call({ method: 'GET', url: '/v1/contacts/export?lifecycle_stage=lead' });
+    expect(lead.body.trimEnd().split('\r\n')).toHaveLength(2);
+    // Imported back: nothing changes.
+    const again = await importCsv(acc, res.body);
+    expect(again).toMatchObject({ updated: 2, failed: 0 });
+    expect((await byPhone(acc, p1))!.name).toBe('=HYPERLINK("x")');
+    expect((await eventsOf(acc.accountId, 'contact.updated')).length).toBe(0);
+  });
+
+  it('reads page after page (keyset) through more contacts than a page', async () => {
+    const acc = await newAccount(t);
+    const lines = ['phone'];
+    for (let i = 0; i < 4500; i++) lines.push(randomPhone());
+    await importCsv(acc, lines.join('\n'));
+    const res = await acc.call({ method: 'GET', url: '/v1/contacts/export' });
+    const out = res.body.trimEnd().split('\r\n');
+    expect(out).toHaveLength(4501);
+    expect(new Set(out).size).toBe(4501);
+  });
+
+  it('filters by channel: contacts with a conversation there', async () => {
+    const acc = await newAccount(t);
+    const { id, phone } = await createContact(acc);
+    await receive(acc, id, 'whatsapp');
+    await acc.call({ method: 'POST', url: '/v1/contacts', payload: { phone: randomPhone() } });
+    const list = await acc.call({ method: 'GET', url: '/v1/contacts?channel=whatsapp' });
+    expect(list.json().total).toBe(1);
+    expect(list.json().data[0].phone).toBe(phone);
+    expect(
+      (await acc.call({ method: 'GET', url: '/v1/contacts?channel=webchat' })).json().total,
+    ).toBe(0);
+    const csv = await acc.call({ method: 'GET', url: '/v1/contacts/export?channel=whatsapp' });
+    expect(csv.body).toContain(phone);
+    const bad = await acc.call({ method: 'GET', url: '/v1/contacts?lifecycle_stage=boss' });
+    expect(bad.statusCode).toBe(422);
+  });
+
+  it('an agent may export', async () => {
+    const acc = await newAccount(t);
+    const agent = await signedInUser(t, acc, { role: 'agent' });
+    const res = await agent.call({ method: 'GET', url: '/v1/contacts/export' });
+    expect(res.statusCode).toBe(200);
+  });
+});
+
+describe('an import body that stops arriving ends with 408', () => {
+  let app: FastifyInstance;
+  let port: number;
+  beforeAll(async () => {
+    app = Fastify();
+    app.addContentTypeParser('text/csv', (_req, _payload, done) => done(null, undefined));
+    app.setErrorHandler((err: Error, _req, reply) =>
+      reply.code(err instanceof AppError ? err.status : 500).send({ message: err.message }),
+    );
+    app.post('/import', async (req) => {
+      const file = await receiveCsv(req, 1024 * 1024, {
+        idleMs: 300,
+        minBytesPerSecond: 1024,
+        graceMs: 600,
+      });
+      return { size: file.size, text: await readFile(file.path, 'utf8') };
+    });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    port = (app.server.address() as net.AddressInfo).port;
+  });
+  afterAll(() => app.close());
+
+  function send(first: string, announced: number) {
+    return new Promise<string>((resolve, reject) => {
+      const socket = net.connect(port, '127.0.0.1');
+      let answer = '';
+      socket.on('data', (d: Buffer) => {
+        answer += d.toString('utf8');
+        if (answer.includes('\r\n\r\n') && answer.endsWith('}')) socket.destroy();
+      });
+      socket.on('close', () => resolve(answer));
+      socket.on('error', reject);
+      socket.write(
+        `POST /import HTTP/1.1\r\nHost: x\r\nContent-Type: text/csv\r\nContent-Length: ${announced}\r\n\r\n${first}`,
+      );
+      setTimeout(() => socket.destroy(), 5000);
+    });
+  }
+
+  it('no byte for the idle time: 408', async () => {
+    expect(await send('phone\n', 1000)).toMatch(/^HTTP\/1\.1 408 /);
+  });
+
+  it('a body sent at once is kept whole', async () => {
+    const answer = await send('phone\n+14155550100\n', 19);
+    expect(answer).toMatch(/^HTTP\/1\.1 200 /);
+    expect(answer).toContain('"size":19');
+  });
+});
