@@ -39,6 +39,7 @@ import * as m025 from './migrations/025_conversation_search.js';
 import * as m026 from './migrations/026_event_notify_per_statement.js';
 import * as m027 from './migrations/027_conversation_search_contact.js';
 import * as m028 from './migrations/028_conversation_counts.js';
+import * as m031 from './migrations/031_broadcast_progress_events.js';
 
 export type Db = Kysely<Tables>;
 export type Tx = Transaction<Tables>;
@@ -178,6 +179,7 @@ export const migrations: Record<string, Migration> = {
   '026_event_notify_per_statement': m026,
   '027_conversation_search_contact': m027,
   '028_conversation_counts': m028,
+  '031_broadcast_progress_events': m031,
 };
 
 /** Applies pending migrations; Kysely's migrator takes a lock, so concurrent starts are safe. */

@@ -26,6 +26,8 @@ export interface EventPayloads {
   /** Beyond SPEC.md: the team read what was unread in it. */
   'conversation.read': Conversation;
   'broadcast.completed': Broadcast;
+  /** Beyond SPEC.md: a broadcast's progress while it sends, at most once a second per broadcast. */
+  'broadcast.updated': Broadcast;
 }
 
 export type EventType = keyof EventPayloads;
@@ -45,6 +47,7 @@ export const EVENT_TYPES = [
   'contact.updated',
   'note.created',
   'broadcast.completed',
+  'broadcast.updated',
 ] as const satisfies readonly EventType[];
 
 /** What a live stream may carry: every event, and presence (streams only: never stored). */
