@@ -26,4 +26,11 @@ export const keys = {
   teams: () => ['teams'] as const,
   templates: () => ['templates'] as const,
   canned: (q: string) => ['canned-responses', q] as const,
+  broadcasts: () => ['broadcasts'] as const,
+  broadcastList: (page: number) => ['broadcasts', 'list', page] as const,
+  broadcast: (id: string) => ['broadcast', id] as const,
+  recipients: (id: string, status: string, page: number) =>
+    ['broadcast', id, 'recipients', status, page] as const,
+  audiencePreview: (channel: string, audience: string) =>
+    ['broadcasts', 'preview', channel, audience] as const,
 };

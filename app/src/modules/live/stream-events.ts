@@ -19,6 +19,8 @@ export const STREAM_EVENTS = [
   'note.created',
   'contact.updated',
   'presence.updated',
+  'broadcast.updated',
+  'broadcast.completed',
 ] as const;
 
 /**
