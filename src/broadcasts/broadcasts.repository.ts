@@ -211,34 +211,32 @@ export class BroadcastsRepository {
     page: PageRequest,
   ): Promise<Paged<RecipientRow>> {
     const offset = (page.page - 1) * page.limit;
-    const filter = sql`coalesce(m.status, 'failed') = ${status ?? null}`;
+    const mine = sql`r.account_id = ${accountId} AND r.broadcast_id = ${broadcastId}`;
     const joined = sql`
       broadcast_recipients r
       LEFT JOIN messages m ON m.account_id = r.account_id AND m.id = r.message_id`;
-    const mine = sql`r.account_id = ${accountId} AND r.broadcast_id = ${broadcastId}`;
     const columns = sql`r.contact_id, r.message_id, coalesce(m.status, 'failed') AS status,
       coalesce(r.failure_reason, m.failure_reason) AS failure_reason, r.replied_at IS NOT NULL AS replied`;
-    const [rows, count] = await Promise.all([
-      status
-        ? sql<RecipientRow>`
-            SELECT ${columns} FROM ${joined}
-            WHERE ${mine} AND ${filter}
-            ORDER BY r.contact_id LIMIT ${page.limit} OFFSET ${offset}`.execute(this.db)
-        : sql<RecipientRow>`
-            SELECT ${columns} FROM (
-              SELECT * FROM broadcast_recipients r WHERE ${mine}
-              ORDER BY r.contact_id LIMIT ${page.limit} OFFSET ${offset}
-            ) r
-            LEFT JOIN messages m ON m.account_id = r.account_id AND m.id = r.message_id
-            ORDER BY r.contact_id`.execute(this.db),
-      status
-        ? sql<{
-            n: string;
-          }>`SELECT count(*) AS n FROM ${joined} WHERE ${mine} AND ${filter}`.execute(this.db)
-        : sql<{
-            n: string;
-          }>`SELECT count(*) AS n FROM broadcast_recipients r WHERE ${mine}`.execute(this.db),
-    ]);
+    let reading: Promise<{ rows: RecipientRow[] }>;
+    let counting: Promise<{ rows: { n: string }[] }>;
+    if (status) {
+      const filtered = sql`${joined} WHERE ${mine} AND coalesce(m.status, 'failed') = ${status}`;
+      reading = sql<RecipientRow>`
+        SELECT ${columns} FROM ${filtered}
+        ORDER BY r.contact_id LIMIT ${page.limit} OFFSET ${offset}`.execute(this.db);
+      counting = sql<{ n: string }>`SELECT count(*) AS n FROM ${filtered}`.execute(this.db);
+    } else {
+      reading = sql<RecipientRow>`
+        SELECT ${columns} FROM (
+          SELECT * FROM broadcast_recipients r WHERE ${mine}
+          ORDER BY r.contact_id LIMIT ${page.limit} OFFSET ${offset}
+        ) r
+        LEFT JOIN messages m ON m.account_id = r.account_id AND m.id = r.message_id
+        ORDER BY r.contact_id`.execute(this.db);
+      counting = sql<{ n: string }>`
+        SELECT count(*) AS n FROM broadcast_recipients r WHERE ${mine}`.execute(this.db);
+    }
+    const [rows, count] = await Promise.all([reading, counting]);
     return { rows: rows.rows, total: Number(count.rows[0]!.n) };
   }
 

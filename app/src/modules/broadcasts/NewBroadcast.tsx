@@ -182,7 +182,7 @@ function BroadcastForm() {
 
         <fieldset class="bc-fieldset">
           <legend>Audience</legend>
-          <label class="bc-check">
+          <label class="radio">
             <input
               type="radio"
               name="audience-kind"
@@ -191,7 +191,7 @@ function BroadcastForm() {
             />
             Contacts with tags or a lifecycle stage
           </label>
-          <label class="bc-check">
+          <label class="radio">
             <input
               type="radio"
               name="audience-kind"
@@ -236,7 +236,7 @@ function BroadcastForm() {
 
         <fieldset class="bc-fieldset">
           <legend>Message</legend>
-          <label class="bc-check">
+          <label class="radio">
             <input
               type="radio"
               name="message-kind"
@@ -245,7 +245,7 @@ function BroadcastForm() {
             />
             Approved template
           </label>
-          <label class="bc-check">
+          <label class="radio">
             <input
               type="radio"
               name="message-kind"
@@ -320,11 +320,11 @@ function BroadcastForm() {
 
         <fieldset class="bc-fieldset">
           <legend>When</legend>
-          <label class="bc-check">
+          <label class="radio">
             <input type="radio" name="when" checked={!later} onChange={() => setLater(false)} />
             Send now
           </label>
-          <label class="bc-check">
+          <label class="radio">
             <input type="radio" name="when" checked={later} onChange={() => setLater(true)} />
             Schedule for later
           </label>
