@@ -8,6 +8,7 @@ import { AccountsService } from './accounts/accounts.service.js';
 import { broadcastSendJob } from './broadcasts/broadcast-send.job.js';
 import { CannedResponsesRepository } from './canned-responses/canned-responses.repository.js';
 import { CannedResponsesService } from './canned-responses/canned-responses.service.js';
+import { ProgressAnnouncer } from './broadcasts/broadcast-progress.js';
 import { BroadcastStats } from './broadcasts/broadcast-stats.js';
 import { BroadcastsRepository } from './broadcasts/broadcasts.repository.js';
 import { BroadcastsService } from './broadcasts/broadcasts.service.js';
@@ -279,7 +280,12 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     },
     visitors: webchatVisitors,
   });
-  const broadcastStats = new BroadcastStats({ broadcasts: broadcastsRepo, clock });
+  const broadcastProgress = new ProgressAnnouncer({ broadcasts: broadcastsRepo, outbox, clock });
+  const broadcastStats = new BroadcastStats({
+    broadcasts: broadcastsRepo,
+    clock,
+    progress: broadcastProgress,
+  });
   const pipeline = new SendPipeline({
     db,
     messages: messagesRepo,
@@ -372,6 +378,7 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     batchSize: config.broadcastBatchSize,
     ratePerSecond: config.broadcastRatePerSecond,
     metrics,
+    announcer: broadcastProgress,
   });
   const inbound = new InboundWebhooksService({
     tx,

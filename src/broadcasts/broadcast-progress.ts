@@ -2,7 +2,49 @@ import type { Clock } from '../clock.js';
 import type { Tx } from '../db/database.js';
 import type { Outbox } from '../events/outbox.js';
 import { awaitingCheckMs, toBroadcast } from './broadcast.js';
-import type { BroadcastRow, BroadcastsRepository } from './broadcasts.repository.js';
+import {
+  PROGRESS_EVENT_EVERY_MS,
+  type BroadcastRow,
+  type BroadcastsRepository,
+} from './broadcasts.repository.js';
+
+/** Broadcasts remembered by one process as announced lately (a hint; the row is the rule). */
+const RECENT_MAX = 1000;
+
+/**
+ * `broadcast.updated`: a broadcast's progress, recorded in a transaction that moves it on, at
+ * most once a second per broadcast (the turn is taken on the broadcast's row, see
+ * `takeProgressTurn`). A process that announced a broadcast less than a second ago does not ask
+ * the database again, so most transactions of a fast fan-out add no statement.
+ */
+export class ProgressAnnouncer {
+  private readonly recent = new Map<string, number>();
+
+  constructor(
+    private readonly deps: { broadcasts: BroadcastsRepository; outbox: Outbox; clock: Clock },
+  ) {}
+
+  /** Records `broadcast.updated` for each of these broadcasts whose turn it is (in id order). */
+  async announce(trx: Tx, accountId: string, ids: string[]): Promise<void> {
+    const now = this.deps.clock.now();
+    for (const id of [...ids].sort()) {
+      const last = this.recent.get(id);
+      if (last !== undefined && now.getTime() - last < PROGRESS_EVENT_EVERY_MS) continue;
+      if (!(await this.deps.broadcasts.takeProgressTurn(trx, accountId, id, now))) continue;
+      this.remember(id, now.getTime());
+      const b = await this.deps.broadcasts.find(accountId, id, trx);
+      if (b) await this.deps.outbox.record(trx, accountId, 'broadcast.updated', toBroadcast(b));
+    }
+  }
+
+  private remember(id: string, at: number): void {
+    if (this.recent.size >= RECENT_MAX) {
+      for (const [key, when] of this.recent)
+        if (at - when >= PROGRESS_EVENT_EVERY_MS) this.recent.delete(key);
+    }
+    this.recent.set(id, at);
+  }
+}
 
 /**
  * A broadcast's row as sending moves it on, under its lock: patched, finished once every

@@ -4,6 +4,7 @@ import type { MessageObserver } from '../messages/message-observer.js';
 import type { MessageRow } from '../messages/messages.repository.js';
 import type { Clock } from '../clock.js';
 import type { BroadcastsRepository } from './broadcasts.repository.js';
+import type { ProgressAnnouncer } from './broadcast-progress.js';
 
 const LEVEL: Record<MessageStatus, number> = {
   queued: 0,
@@ -20,7 +21,13 @@ const LEVEL: Record<MessageStatus, number> = {
  * acceptance; `replied` = the contact wrote on the conversation afterwards, once per broadcast.
  */
 export class BroadcastStats implements MessageObserver {
-  constructor(private readonly deps: { broadcasts: BroadcastsRepository; clock: Clock }) {}
+  constructor(
+    private readonly deps: {
+      broadcasts: BroadcastsRepository;
+      clock: Clock;
+      progress: ProgressAnnouncer;
+    },
+  ) {}
 
   /** The funnel counts the messages of broadcasts only. */
   observes(row: MessageRow): boolean {
@@ -59,6 +66,7 @@ export class BroadcastStats implements MessageObserver {
         deltas.get(broadcastId)!,
         now,
       );
+    await this.deps.progress.announce(trx, accountId, [...deltas.keys()]);
   }
 
   async inboundReceived(
@@ -84,5 +92,6 @@ export class BroadcastStats implements MessageObserver {
         { replied: replies.get(broadcastId)! },
         at,
       );
+    await this.deps.progress.announce(trx, accountId, [...replies.keys()]);
   }
 }

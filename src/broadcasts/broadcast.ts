@@ -1,3 +1,4 @@
+import { normaliseTags } from '../contacts/contacts.service.js';
 import { ValidationError } from '../errors.js';
 import type { BroadcastRow } from './broadcasts.repository.js';
 import type { Broadcast, CreateBroadcastBody } from './broadcasts.schema.js';
@@ -36,7 +37,20 @@ export function toBroadcast(r: BroadcastRow): Broadcast {
   };
 }
 
-export function checkAudience(audience: CreateBroadcastBody['audience']): void {
+/**
+ * The audience as a broadcast (and its preview) reads it, once checked: tags trimmed as stored
+ * tags are, so that " vip" finds the contacts tagged "vip".
+ */
+export function checkedAudience(
+  audience: CreateBroadcastBody['audience'],
+): CreateBroadcastBody['audience'] {
+  checkAudience(audience);
+  return audience.tags
+    ? { ...audience, tags: normaliseTags(audience.tags, 'audience.tags') }
+    : audience;
+}
+
+function checkAudience(audience: CreateBroadcastBody['audience']): void {
   const { tags, lifecycle_stage: stage, all } = audience;
   if (all !== undefined) {
     if (tags !== undefined || stage !== undefined)

@@ -1,10 +1,17 @@
 import { sql, type Selectable } from 'kysely';
 import type { Db, Tx } from '../db/database.js';
-import { paged } from '../db/paged.js';
-import type { BroadcastAudience, BroadcastStatus, BroadcastsTable, Channel } from '../db/schema.js';
+import { paged, type Paged } from '../db/paged.js';
+import type {
+  BroadcastAudience,
+  BroadcastStatus,
+  BroadcastsTable,
+  Channel,
+  MessageStatus,
+} from '../db/schema.js';
 import type { PageRequest } from '../http/pagination.js';
 
-export type BroadcastRow = Selectable<BroadcastsTable>;
+/** A broadcast as the service reads it (the time of its last progress event is the repository's). */
+export type BroadcastRow = Omit<Selectable<BroadcastsTable>, 'progress_event_at'>;
 
 type Count = 'sent' | 'delivered' | 'read' | 'replied' | 'failed';
 export type StatsDelta = Partial<Record<Count, number>>;
@@ -13,6 +20,26 @@ export type StatsDelta = Partial<Record<Count, number>>;
 const COUNTER_SLOTS = 16;
 
 const broadcasts = (db: Db | Tx) => db.selectFrom('broadcasts as b');
+
+/** `broadcast.updated` is recorded at most this often per broadcast (DESIGN §5, Fixed details). */
+export const PROGRESS_EVENT_EVERY_MS = 1000;
+
+/** A recipient as the recipients list shows it. */
+export interface RecipientRow {
+  contact_id: string;
+  message_id: string | null;
+  status: MessageStatus;
+  failure_reason: string | null;
+  replied: boolean;
+}
+
+/** The contacts an audience matches, by the rules a broadcast sends by (and its preview counts). */
+function audienceOf(db: Db | Tx, accountId: string, audience: BroadcastAudience) {
+  let q = db.selectFrom('contacts').where('account_id', '=', accountId);
+  if (audience.tags) q = q.where(sql<boolean>`tags && ${audience.tags}::text[]`);
+  if (audience.lifecycle_stage) q = q.where('lifecycle_stage', '=', audience.lifecycle_stage);
+  return q;
+}
 
 /**
  * Broadcasts with their counts: the row's own (counts before migration 013) plus every slot's,
@@ -156,15 +183,82 @@ export class BroadcastsRepository {
     cursor: string | null,
     limit: number,
   ): Promise<{ id: string }[]> {
-    let q = trx
-      .selectFrom('contacts')
+    let q = audienceOf(trx, accountId, audience)
       .select(['id'])
-      .where('account_id', '=', accountId)
       .where('created_at', '<=', startedAt);
     if (cursor) q = q.where('id', '>', cursor);
-    if (audience.tags) q = q.where(sql<boolean>`tags && ${audience.tags}::text[]`);
-    if (audience.lifecycle_stage) q = q.where('lifecycle_stage', '=', audience.lifecycle_stage);
     return q.orderBy('id').limit(limit).execute();
+  }
+
+  /** How many contacts the audience matches now (the preview of a broadcast). */
+  async countAudience(accountId: string, audience: BroadcastAudience): Promise<number> {
+    const row = await audienceOf(this.db, accountId, audience)
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .executeTakeFirstOrThrow();
+    return Number(row.n);
+  }
+
+  /**
+   * A page of the broadcast's recipients in the order they were processed (batches are taken in
+   * contact-id order, so the key's order), each with its message's status (a recipient refused
+   * before any message was made: `failed`). Without `status` the page is cut from the key alone
+   * and only its rows meet their messages; with it, each recipient meets its message by key.
+   */
+  async recipients(
+    accountId: string,
+    broadcastId: string,
+    status: MessageStatus | undefined,
+    page: PageRequest,
+  ): Promise<Paged<RecipientRow>> {
+    const offset = (page.page - 1) * page.limit;
+    const mine = sql`r.account_id = ${accountId} AND r.broadcast_id = ${broadcastId}`;
+    const joined = sql`
+      broadcast_recipients r
+      LEFT JOIN messages m ON m.account_id = r.account_id AND m.id = r.message_id`;
+    const columns = sql`r.contact_id, r.message_id, coalesce(m.status, 'failed') AS status,
+      coalesce(r.failure_reason, m.failure_reason) AS failure_reason, r.replied_at IS NOT NULL AS replied`;
+    let reading: Promise<{ rows: RecipientRow[] }>;
+    let counting: Promise<{ rows: { n: string }[] }>;
+    if (status) {
+      const filtered = sql`${joined} WHERE ${mine} AND coalesce(m.status, 'failed') = ${status}`;
+      reading = sql<RecipientRow>`
+        SELECT ${columns} FROM ${filtered}
+        ORDER BY r.contact_id LIMIT ${page.limit} OFFSET ${offset}`.execute(this.db);
+      counting = sql<{ n: string }>`SELECT count(*) AS n FROM ${filtered}`.execute(this.db);
+    } else {
+      reading = sql<RecipientRow>`
+        SELECT ${columns} FROM (
+          SELECT * FROM broadcast_recipients r WHERE ${mine}
+          ORDER BY r.contact_id LIMIT ${page.limit} OFFSET ${offset}
+        ) r
+        LEFT JOIN messages m ON m.account_id = r.account_id AND m.id = r.message_id
+        ORDER BY r.contact_id`.execute(this.db);
+      counting = sql<{ n: string }>`
+        SELECT count(*) AS n FROM broadcast_recipients r WHERE ${mine}`.execute(this.db);
+    }
+    const [rows, count] = await Promise.all([reading, counting]);
+    return { rows: rows.rows, total: Number(count.rows[0]!.n) };
+  }
+
+  /**
+   * Takes the broadcast's turn to announce its progress, when its last `broadcast.updated` is a
+   * second old or more: true when taken (the caller records the event in this transaction). Never
+   * waits: a broadcast whose row another transaction holds (the one queueing its next batch,
+   * which takes the turn itself) is skipped, so recording a batch's answers does not queue behind it.
+   */
+  async takeProgressTurn(trx: Tx, accountId: string, id: string, now: Date): Promise<boolean> {
+    const since = new Date(now.getTime() - PROGRESS_EVENT_EVERY_MS);
+    const { rows } = await sql<{ id: string }>`
+      UPDATE broadcasts b SET progress_event_at = ${now}
+      FROM (
+        SELECT account_id, id FROM broadcasts
+        WHERE account_id = ${accountId} AND id = ${id}
+          AND (progress_event_at IS NULL OR progress_event_at <= ${since})
+        FOR UPDATE SKIP LOCKED
+      ) due
+      WHERE b.account_id = due.account_id AND b.id = due.id
+      RETURNING b.id`.execute(trx);
+    return rows.length > 0;
   }
 
   /**

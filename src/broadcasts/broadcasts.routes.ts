@@ -3,7 +3,15 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { pageRequest } from '../http/pagination.js';
 import { IdParams, Page, errorResponses } from '../http/schemas.js';
 import type { BroadcastsService } from './broadcasts.service.js';
-import { Broadcast, CreateBroadcastBody, ListBroadcastsQuery } from './broadcasts.schema.js';
+import {
+  Broadcast,
+  BroadcastPreview,
+  BroadcastRecipient,
+  CreateBroadcastBody,
+  ListBroadcastsQuery,
+  ListRecipientsQuery,
+  PreviewBroadcastBody,
+} from './broadcasts.schema.js';
 
 export function broadcastsRoutes(app: FastifyInstance, broadcasts: BroadcastsService): void {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
@@ -20,6 +28,16 @@ export function broadcastsRoutes(app: FastifyInstance, broadcasts: BroadcastsSer
     },
     handler: async (req, reply) =>
       reply.code(201).send(await broadcasts.create(req.scope, req.body)),
+  });
+  r.post('/broadcasts/preview', {
+    schema: {
+      tags,
+      operationId: 'previewBroadcast',
+      summary: 'Count the contacts an audience matches now, as a broadcast would',
+      body: PreviewBroadcastBody,
+      response: { 200: BroadcastPreview, ...errorResponses(404, 422) },
+    },
+    handler: (req) => broadcasts.preview(req.scope, req.body),
   });
   r.get('/broadcasts', {
     schema: {
@@ -40,6 +58,18 @@ export function broadcastsRoutes(app: FastifyInstance, broadcasts: BroadcastsSer
       response: { 200: Broadcast, ...errorResponses(404) },
     },
     handler: (req) => broadcasts.get(req.scope, req.params.id),
+  });
+  r.get('/broadcasts/:id/recipients', {
+    schema: {
+      tags,
+      operationId: 'listBroadcastRecipients',
+      summary: "List a broadcast's recipients in the order they were processed",
+      params: IdParams,
+      querystring: ListRecipientsQuery,
+      response: { 200: Page(BroadcastRecipient), ...errorResponses(404, 422) },
+    },
+    handler: (req) =>
+      broadcasts.recipients(req.scope, req.params.id, req.query, pageRequest(req.query)),
   });
   r.post('/broadcasts/:id/cancel', {
     schema: {

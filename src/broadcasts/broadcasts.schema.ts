@@ -87,3 +87,52 @@ export const ListBroadcastsQuery = Type.Object(
   { additionalProperties: false },
 );
 export type ListBroadcastsQuery = Static<typeof ListBroadcastsQuery>;
+
+export const PreviewBroadcastBody = Type.Object(
+  { channel: ChannelSchema, audience: Audience },
+  {
+    additionalProperties: false,
+    examples: [{ channel: 'whatsapp', audience: { tags: ['vip'], lifecycle_stage: 'customer' } }],
+  },
+);
+export type PreviewBroadcastBody = Static<typeof PreviewBroadcastBody>;
+
+export const BroadcastPreview = Type.Object(
+  { total: Type.Integer({ minimum: 0, description: 'Contacts the audience matches now.' }) },
+  { examples: [{ total: 1280 }] },
+);
+
+export const RECIPIENT_STATUSES = ['queued', 'sent', 'delivered', 'read', 'failed'] as const;
+
+export const BroadcastRecipient = Type.Object(
+  {
+    contact_id: Type.String(),
+    message_id: Nullable(
+      Type.String({ description: 'Null for a recipient refused before a message was made.' }),
+    ),
+    status: Type.Enum(RECIPIENT_STATUSES, {
+      description: "The message's status (`failed` for a recipient never sent).",
+    }),
+    failure_reason: Nullable(Type.String()),
+    replied: Type.Boolean({ description: 'The contact wrote after the broadcast message.' }),
+  },
+  {
+    $id: 'BroadcastRecipient',
+    examples: [
+      {
+        contact_id: 'ct_01HZX3V6K8Q2',
+        message_id: 'msg_01HZX3V9A1B4',
+        status: 'failed',
+        failure_reason: 'sandbox: recipient unreachable',
+        replied: false,
+      },
+    ],
+  },
+);
+export type BroadcastRecipient = Static<typeof BroadcastRecipient>;
+
+export const ListRecipientsQuery = Type.Object(
+  { ...PageQuery, status: Type.Optional(Type.Enum(RECIPIENT_STATUSES)) },
+  { additionalProperties: false },
+);
+export type ListRecipientsQuery = Static<typeof ListRecipientsQuery>;

@@ -7,21 +7,27 @@ import { AppError, Conflict, NotFound, ValidationError } from '../errors.js';
 import type { Outbox } from '../events/outbox.js';
 import type { PageRequest, PageResult } from '../http/pagination.js';
 import { newId } from '../ids.js';
-import { normaliseTags } from '../contacts/contacts.service.js';
 import type { JobQueue } from '../jobs/job-queue.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { MessagesService } from '../messages/messages.service.js';
 import type { TemplatesService } from '../templates/templates.service.js';
 import type { BroadcastRow, BroadcastsRepository } from './broadcasts.repository.js';
-import type { Broadcast, CreateBroadcastBody, ListBroadcastsQuery } from './broadcasts.schema.js';
+import type {
+  Broadcast,
+  BroadcastRecipient,
+  CreateBroadcastBody,
+  ListBroadcastsQuery,
+  ListRecipientsQuery,
+  PreviewBroadcastBody,
+} from './broadcasts.schema.js';
 import {
-  checkAudience,
+  checkedAudience,
   checkMessage,
   MIN_SCHEDULE_AHEAD_MS,
   TEMPLATE_FIELDS,
   toBroadcast,
 } from './broadcast.js';
-import { BroadcastProgress } from './broadcast-progress.js';
+import { BroadcastProgress, type ProgressAnnouncer } from './broadcast-progress.js';
 
 export { awaitingCheckMs, MIN_SCHEDULE_AHEAD_MS, toBroadcast } from './broadcast.js';
 
@@ -41,23 +47,14 @@ export class BroadcastsService {
       batchSize: number;
       ratePerSecond: Record<Channel, number>;
       metrics: Metrics;
+      announcer: ProgressAnnouncer;
     },
   ) {
     this.progress = new BroadcastProgress(deps);
   }
 
   async create(scope: Scope, input: CreateBroadcastBody): Promise<Broadcast> {
-    checkAudience(input.audience);
-    // Matched against stored tags, which are trimmed: " vip" must find the contacts tagged "vip".
-    const body: CreateBroadcastBody = input.audience.tags
-      ? {
-          ...input,
-          audience: {
-            ...input.audience,
-            tags: normaliseTags(input.audience.tags, 'audience.tags'),
-          },
-        }
-      : input;
+    const body: CreateBroadcastBody = { ...input, audience: checkedAudience(input.audience) };
     checkMessage(body.message);
     const now = this.deps.clock.now();
     let scheduledAt: Date | null = null;
@@ -115,6 +112,34 @@ export class BroadcastsService {
       );
       return toBroadcast(row);
     });
+  }
+
+  /**
+   * How many contacts the audience matches now, by the rules (and the query) a broadcast sends
+   * by; refused as creating the broadcast would refuse its channel and audience.
+   */
+  async preview(scope: Scope, input: PreviewBroadcastBody): Promise<{ total: number }> {
+    const audience = checkedAudience(input.audience);
+    await this.deps.providers.resolve(scope.accountId, input.channel);
+    return { total: await this.deps.broadcasts.countAudience(scope.accountId, audience) };
+  }
+
+  /** The broadcast's recipients in the order they were processed, with their messages' status. */
+  async recipients(
+    scope: Scope,
+    id: string,
+    query: ListRecipientsQuery,
+    page: PageRequest,
+  ): Promise<PageResult<BroadcastRecipient>> {
+    if (!(await this.deps.broadcasts.find(scope.accountId, id)))
+      throw new NotFound('broadcast', id);
+    const { rows, total } = await this.deps.broadcasts.recipients(
+      scope.accountId,
+      id,
+      query.status,
+      page,
+    );
+    return { data: rows, total, page: page.page };
   }
 
   async get(scope: Scope, id: string): Promise<Broadcast> {
@@ -335,6 +360,7 @@ export class BroadcastsService {
         cursor: batch[batch.length - 1]!.id,
         updated_at: now,
       });
+      await this.deps.announcer.announce(trx, accountId, [id]);
       return {
         job: queued.job,
         refused,

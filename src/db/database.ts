@@ -41,6 +41,7 @@ import * as m027 from './migrations/027_conversation_search_contact.js';
 import * as m028 from './migrations/028_conversation_counts.js';
 import * as m029 from './migrations/029_contact_imports.js';
 import * as m030 from './migrations/030_webhook_attempt_details.js';
+import * as m031 from './migrations/031_broadcast_progress_events.js';
 import * as m032 from './migrations/032_contact_name_keys.js';
 
 export type Db = Kysely<Tables>;
@@ -183,6 +184,7 @@ export const migrations: Record<string, Migration> = {
   '028_conversation_counts': m028,
   '029_contact_imports': m029,
   '030_webhook_attempt_details': m030,
+  '031_broadcast_progress_events': m031,
   '032_contact_name_keys': m032,
 };
 

@@ -302,6 +302,8 @@ export interface BroadcastsTable {
   failed: Generated<number>;
   created_at: Timestamp;
   updated_at: Timestamp;
+  /** When the last `broadcast.updated` was recorded (at most one a second; migration 031). */
+  progress_event_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
 }
 
 export interface BroadcastRecipientsTable {

@@ -29,6 +29,8 @@ export interface EventPayloads {
   'broadcast.completed': Broadcast;
   /** Beyond SPEC.md: a template changed, its review status included (Meta's webhook, a sync, the sandbox). */
   'template.updated': Template;
+  /** Beyond SPEC.md: a broadcast's progress while it sends, at most once a second per broadcast. */
+  'broadcast.updated': Broadcast;
 }
 
 export type EventType = keyof EventPayloads;
@@ -49,6 +51,7 @@ export const EVENT_TYPES = [
   'note.created',
   'broadcast.completed',
   'template.updated',
+  'broadcast.updated',
 ] as const satisfies readonly EventType[];
 
 /**

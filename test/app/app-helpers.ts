@@ -99,9 +99,11 @@ export interface BrowserApp {
   close(): Promise<void>;
 }
 
-export async function startBrowserApp(): Promise<BrowserApp> {
+export async function startBrowserApp(
+  opts: Pick<Parameters<typeof startTestApp>[0] & object, 'config' | 'databaseUrl'> = {},
+): Promise<BrowserApp> {
   await ensureAppBuilt();
-  const t = await startTestApp();
+  const t = await startTestApp(opts);
   await t.app.listen({ port: 0, host: '127.0.0.1' });
   const base = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
   const browser = await launchChromium();

@@ -36,8 +36,13 @@ export const keys = {
   channels: () => ['channels'] as const,
   webhooks: () => ['webhooks'] as const,
   canned: (q: string) => ['canned-responses', q] as const,
-  webhooks: () => ['webhooks'] as const,
   webhook: (id: string) => ['webhooks', id] as const,
   deliveries: (id: string) => ['webhooks', id, 'deliveries'] as const,
-  channels: () => ['channels'] as const,
+  broadcasts: () => ['broadcasts'] as const,
+  broadcastList: (page: number) => ['broadcasts', 'list', page] as const,
+  broadcast: (id: string) => ['broadcast', id] as const,
+  recipients: (id: string, status: string, page: number) =>
+    ['broadcast', id, 'recipients', status, page] as const,
+  audiencePreview: (channel: string, audience: string) =>
+    ['broadcasts', 'preview', channel, audience] as const,
 };

@@ -775,6 +775,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/broadcasts/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Count the contacts an audience matches now, as a broadcast would */
+        post: operations["previewBroadcast"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/broadcasts/{id}": {
         parameters: {
             query?: never;
@@ -784,6 +801,23 @@ export interface paths {
         };
         /** Get a broadcast with its live stats */
         get: operations["getBroadcast"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/broadcasts/{id}/recipients": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List a broadcast's recipients in the order they were processed */
+        get: operations["listBroadcastRecipients"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1382,6 +1416,27 @@ export interface components {
             scheduled_at: string | null;
             /** Format: date-time */
             created_at: string;
+        };
+        /**
+         * @example {
+         *       "contact_id": "ct_01HZX3V6K8Q2",
+         *       "message_id": "msg_01HZX3V9A1B4",
+         *       "status": "failed",
+         *       "failure_reason": "sandbox: recipient unreachable",
+         *       "replied": false
+         *     }
+         */
+        BroadcastRecipient: {
+            contact_id: string;
+            message_id: string | null;
+            /**
+             * @description The message's status (`failed` for a recipient never sent).
+             * @enum {unknown}
+             */
+            status: "queued" | "sent" | "delivered" | "read" | "failed";
+            failure_reason: string | null;
+            /** @description The contact wrote after the broadcast message. */
+            replied: boolean;
         };
         Connection: {
             id: string | null;
@@ -6023,7 +6078,7 @@ export interface operations {
                     /** @description An https:// URL without credentials. */
                     url: string;
                     /** @description Event types to receive. */
-                    events: ("message.received" | "message.created" | "message.delivered" | "message.read" | "message.failed" | "conversation.assigned" | "conversation.resolved" | "conversation.reopened" | "conversation.unassigned" | "conversation.read" | "contact.created" | "contact.updated" | "note.created" | "broadcast.completed" | "template.updated")[];
+                    events: ("message.received" | "message.created" | "message.delivered" | "message.read" | "message.failed" | "conversation.assigned" | "conversation.resolved" | "conversation.reopened" | "conversation.unassigned" | "conversation.read" | "contact.created" | "contact.updated" | "note.created" | "broadcast.completed" | "template.updated" | "broadcast.updated")[];
                 };
             };
         };
@@ -6233,7 +6288,7 @@ export interface operations {
             content: {
                 "application/json": {
                     /** @description Event types to receive. */
-                    events?: ("message.received" | "message.created" | "message.delivered" | "message.read" | "message.failed" | "conversation.assigned" | "conversation.resolved" | "conversation.reopened" | "conversation.unassigned" | "conversation.read" | "contact.created" | "contact.updated" | "note.created" | "broadcast.completed" | "template.updated")[];
+                    events?: ("message.received" | "message.created" | "message.delivered" | "message.read" | "message.failed" | "conversation.assigned" | "conversation.resolved" | "conversation.reopened" | "conversation.unassigned" | "conversation.read" | "contact.created" | "contact.updated" | "note.created" | "broadcast.completed" | "template.updated" | "broadcast.updated")[];
                     /**
                      * @description `disabled` after a 410 Gone, after 5 days in which every delivery failed, or when set so; `PATCH` with `status: active` re-enables it.
                      * @enum {unknown}
@@ -6742,6 +6797,111 @@ export interface operations {
             };
         };
     };
+    previewBroadcast: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "channel": "whatsapp",
+                 *       "audience": {
+                 *         "tags": [
+                 *           "vip"
+                 *         ],
+                 *         "lifecycle_stage": "customer"
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * @description whatsapp, instagram, messenger or webchat.
+                     * @enum {unknown}
+                     */
+                    channel: "whatsapp" | "instagram" | "messenger" | "webchat";
+                    audience: {
+                        /** @description Contacts having any of these tags. Trimmed like stored tags, then 1–64 characters each. */
+                        tags?: string[];
+                        /**
+                         * @description Contacts in this stage (and, with tags, having one of them).
+                         * @enum {unknown}
+                         */
+                        lifecycle_stage?: "lead" | "customer" | "churned";
+                        /** @description `true` targets every contact; not combined with the others. */
+                        all?: boolean;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "total": 1280
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description Contacts the audience matches now. */
+                        total: number;
+                    };
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     getBroadcast: {
         parameters: {
             query?: never;
@@ -6826,6 +6986,83 @@ export interface operations {
             };
             /** @description The error envelope every failure answers with. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listBroadcastRecipients: {
+        parameters: {
+            query?: {
+                /** @description Page number, from 1 to 10,000,000; a page past the end is empty. */
+                page?: number;
+                /** @description Page size, at most 100. */
+                limit?: number;
+                status?: "queued" | "sent" | "delivered" | "read" | "failed";
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["BroadcastRecipient"][];
+                        total: number;
+                        page: number;
+                    };
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7361,7 +7598,7 @@ export interface operations {
     streamEvents: {
         parameters: {
             query?: {
-                /** @description Comma-separated event types to receive (all when absent): message.received, message.created, message.delivered, message.read, message.failed, conversation.assigned, conversation.resolved, conversation.reopened, conversation.unassigned, conversation.read, contact.created, contact.updated, note.created, broadcast.completed, template.updated, presence.updated. An unknown type is a 422. `presence.updated` comes only on streams: never stored, never replayed, with no `id:` line. */
+                /** @description Comma-separated event types to receive (all when absent): message.received, message.created, message.delivered, message.read, message.failed, conversation.assigned, conversation.resolved, conversation.reopened, conversation.unassigned, conversation.read, contact.created, contact.updated, note.created, broadcast.completed, template.updated, broadcast.updated, presence.updated. An unknown type is a 422. `presence.updated` comes only on streams: never stored, never replayed, with no `id:` line. */
                 events?: string;
                 /** @description Resume after this event, for clients that cannot set the `Last-Event-ID` header (the header wins when both are given). */
                 last_event_id?: string;

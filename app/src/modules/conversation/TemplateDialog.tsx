@@ -7,13 +7,13 @@ import { Dialog } from '../../ui/Dialog.js';
 import { sendMessage } from './conversation-data.js';
 
 /** How many placeholders ({{1}}…{{n}}) a template body holds. */
-function placeholderCount(body: string): number {
+export function placeholderCount(body: string): number {
   let n = 0;
   for (const m of body.matchAll(/\{\{(\d+)\}\}/g)) n = Math.max(n, Number(m[1]));
   return n;
 }
 
-function preview(body: string, params: string[]): string {
+export function preview(body: string, params: string[]): string {
   return body.replace(/\{\{(\d+)\}\}/g, (all, i: string) => params[Number(i) - 1] || all);
 }
 

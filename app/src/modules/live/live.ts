@@ -4,6 +4,7 @@ import type { InfiniteData } from '@tanstack/query-core';
 import type { Conversation, LiveEvent, Message, Note, Presence } from '../../api/types.js';
 import { queryClient } from '../../lib/query.js';
 import { keys, type MessagePage, type NotePage } from '../../api/keys.js';
+import { broadcastEvent, type Broadcast } from '../broadcasts/broadcasts-data.js';
 import { presenceUpdated } from './presence.js';
 import { COMING_EVENTS, STREAM_EVENTS, streamUrl } from './stream-events.js';
 
@@ -96,6 +97,8 @@ export function applyEvent(event: LiveEvent): void {
   } else if (type === 'template.updated') {
     // Its review status moved: every template list (the settings screen, the picker) refetches.
     void queryClient.invalidateQueries({ queryKey: keys.templates() });
+  } else if (type.startsWith('broadcast.')) {
+    broadcastEvent(event.data as Broadcast);
   } else if (type.startsWith('contact.')) {
     invalidateSoon(`contact:${(event.data as { id: string }).id}`);
     invalidateSoon('lists');

@@ -20,6 +20,8 @@ export const STREAM_EVENTS = [
   'contact.updated',
   'template.updated',
   'presence.updated',
+  'broadcast.updated',
+  'broadcast.completed',
 ] as const;
 
 /**

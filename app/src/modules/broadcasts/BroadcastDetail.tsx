@@ -1,0 +1,262 @@
+import './broadcasts.css';
+import { useState } from 'preact/hooks';
+import { api, data } from '../../api/client.js';
+import { keys } from '../../api/keys.js';
+import type { Contact } from '../../api/types.js';
+import { useAction, useQuery } from '../../lib/query.js';
+import { onLinkClick } from '../../lib/router.js';
+import { Dialog } from '../../ui/Dialog.js';
+import { currentSession } from '../session/session.js';
+import {
+  audienceLabel,
+  cancelBroadcast,
+  fetchBroadcast,
+  fetchRecipients,
+  formatTime,
+  PAGE_SIZE,
+  RECIPIENT_STATUSES,
+  statusLabel,
+  type Broadcast,
+  type Paged,
+  type Recipient,
+  type RecipientStatus,
+} from './broadcasts-data.js';
+import { Pager } from './Pager.js';
+
+const STATS: { key: keyof Broadcast['stats']; label: string }[] = [
+  { key: 'sent', label: 'Sent' },
+  { key: 'delivered', label: 'Delivered' },
+  { key: 'read', label: 'Read' },
+  { key: 'replied', label: 'Replied' },
+  { key: 'failed', label: 'Failed' },
+];
+
+/**
+ * One broadcast (`/broadcasts/{id}`): its stats, live while it sends (broadcast.updated on the
+ * event stream patches the cache), cancel while scheduled, and its recipients.
+ */
+export function BroadcastDetail({ id }: { id: string }) {
+  const isAdmin = currentSession().user.role === 'admin';
+  const broadcast = useQuery<Broadcast>({
+    queryKey: keys.broadcast(id),
+    queryFn: ({ signal }) => fetchBroadcast(id, signal),
+  });
+  const [confirming, setConfirming] = useState(false);
+  const cancel = useAction(async () => {
+    await cancelBroadcast(id);
+    setConfirming(false);
+  });
+  const back = (
+    <a class="bc-back" href="/app/broadcasts" onClick={onLinkClick('/broadcasts')}>
+      ← All broadcasts
+    </a>
+  );
+  if (broadcast.isPending)
+    return (
+      <div class="bc-page">
+        {back}
+        <p class="muted">Loading the broadcast…</p>
+      </div>
+    );
+  if (broadcast.error)
+    return (
+      <div class="bc-page">
+        {back}
+        <h1 id="page-title">Broadcast</h1>
+        <p role="alert" class="alert">
+          {broadcast.error.message}
+        </p>
+      </div>
+    );
+  const b = broadcast.data;
+  const message =
+    b.message.type === 'text'
+      ? b.message.content
+      : `Template ${b.message.template_name}${
+          b.message.template_params?.length ? ` (${b.message.template_params.join(', ')})` : ''
+        }`;
+  return (
+    <div class="bc-page">
+      {back}
+      <header class="bc-head">
+        <h1 id="page-title">{b.name}</h1>
+        <span class={`bc-status ${b.status}`}>{statusLabel(b.status)}</span>
+        {b.status === 'sending' && <span class="muted small">Live</span>}
+        <span class="spacer" />
+        {isAdmin && b.status === 'scheduled' && (
+          <button type="button" class="button" onClick={() => setConfirming(true)}>
+            Cancel broadcast
+          </button>
+        )}
+      </header>
+      <dl class="bc-facts">
+        <div>
+          <dt>Channel</dt>
+          <dd>{b.channel}</dd>
+        </div>
+        <div>
+          <dt>Audience</dt>
+          <dd>{audienceLabel(b.audience)}</dd>
+        </div>
+        <div>
+          <dt>Message</dt>
+          <dd>{message}</dd>
+        </div>
+        <div>
+          <dt>{b.scheduled_at ? 'Scheduled for' : 'Created'}</dt>
+          <dd>{formatTime(b.scheduled_at ?? b.created_at)}</dd>
+        </div>
+      </dl>
+      {b.status === 'failed' && b.failure_reason && (
+        <p class="alert">Stopped: {b.failure_reason}</p>
+      )}
+      {b.status === 'draft' && <p class="muted">Cancelled: this broadcast will not be sent.</p>}
+      <section aria-label="Stats">
+        <h2 class="visually-hidden">Stats</h2>
+        <ul class="bc-stats">
+          {STATS.map((s) => (
+            <li key={s.key} aria-label={`${s.label}: ${b.stats[s.key]}`}>
+              <span class="bc-stat-value">{b.stats[s.key]}</span>
+              <span class="bc-stat-label">{s.label}</span>
+            </li>
+          ))}
+        </ul>
+      </section>
+      {b.status !== 'scheduled' && b.status !== 'draft' && <Recipients id={id} />}
+      {confirming && (
+        <Dialog title="Cancel this broadcast?" onClose={() => setConfirming(false)}>
+          <div class="stack">
+            <p>
+              “{b.name}” will not be sent at {formatTime(b.scheduled_at ?? b.created_at)}. It stays
+              in the list as a draft.
+            </p>
+            {cancel.error && (
+              <p role="alert" class="alert">
+                {cancel.error.message}
+              </p>
+            )}
+            <div class="dialog-actions">
+              <button type="button" class="button ghost" onClick={() => setConfirming(false)}>
+                Keep it
+              </button>
+              <button
+                type="button"
+                class="button primary"
+                disabled={cancel.pending}
+                onClick={() => void cancel.run()}
+              >
+                Cancel broadcast
+              </button>
+            </div>
+          </div>
+        </Dialog>
+      )}
+    </div>
+  );
+}
+
+/** The recipients, each with its status and failure reason, filterable by status, paged. */
+function Recipients({ id }: { id: string }) {
+  const [status, setStatus] = useState<RecipientStatus | ''>('');
+  const [page, setPage] = useState(1);
+  const recipients = useQuery<Paged<Recipient>>({
+    queryKey: keys.recipients(id, status, page),
+    queryFn: ({ signal }) => fetchRecipients(id, status, page, signal),
+  });
+  return (
+    <section class="bc-recipients" aria-labelledby="recipients-title">
+      <header class="bc-head">
+        <h2 id="recipients-title">Recipients</h2>
+        {recipients.data && (
+          <span class="muted" aria-live="polite">
+            {recipients.data.total} {status ? statusLabel(status).toLowerCase() : 'in all'}
+          </span>
+        )}
+        <span class="spacer" />
+        <label class="bc-inline-field">
+          <span>Status</span>
+          <select
+            value={status}
+            onChange={(e) => {
+              setStatus(e.currentTarget.value as RecipientStatus | '');
+              setPage(1);
+            }}
+          >
+            <option value="">All</option>
+            {RECIPIENT_STATUSES.map((s) => (
+              <option key={s} value={s}>
+                {statusLabel(s)}
+              </option>
+            ))}
+          </select>
+        </label>
+      </header>
+      {recipients.isPending ? (
+        <p class="muted">Loading recipients…</p>
+      ) : recipients.error ? (
+        <p role="alert" class="alert">
+          {recipients.error.message}
+        </p>
+      ) : recipients.data.data.length === 0 ? (
+        <p class="muted">{status ? 'No recipient has this status.' : 'No recipient yet.'}</p>
+      ) : (
+        <>
+          <div class="bc-table-wrap">
+            <table class="bc-table" aria-label="Recipients">
+              <thead>
+                <tr>
+                  <th scope="col">Contact</th>
+                  <th scope="col">Phone</th>
+                  <th scope="col">Status</th>
+                  <th scope="col">Failure reason</th>
+                  <th scope="col">Replied</th>
+                </tr>
+              </thead>
+              <tbody>
+                {recipients.data.data.map((r) => (
+                  <RecipientRow key={r.contact_id} recipient={r} />
+                ))}
+              </tbody>
+            </table>
+          </div>
+          <Pager
+            label="Recipient pages"
+            page={page}
+            total={recipients.data.total}
+            pageSize={PAGE_SIZE}
+            onPage={setPage}
+          />
+        </>
+      )}
+    </section>
+  );
+}
+
+function RecipientRow({ recipient: r }: { recipient: Recipient }) {
+  // The contact from the cache the rest of the app shares (a deleted one shows its id).
+  const contact = useQuery<Contact>({
+    queryKey: keys.contact(r.contact_id),
+    queryFn: ({ signal }) =>
+      data(api.GET('/v1/contacts/{id}', { params: { path: { id: r.contact_id } }, signal })),
+    retry: false,
+  });
+  const c = contact.data;
+  return (
+    <tr>
+      <td>
+        <a
+          href={`/app/contacts/${r.contact_id}`}
+          onClick={onLinkClick(`/contacts/${r.contact_id}`)}
+        >
+          {c?.name ?? c?.phone ?? r.contact_id}
+        </a>
+      </td>
+      <td>{c?.phone ?? ''}</td>
+      <td>
+        <span class={`bc-status ${r.status}`}>{statusLabel(r.status)}</span>
+      </td>
+      <td>{r.failure_reason ?? ''}</td>
+      <td>{r.replied ? 'Yes' : 'No'}</td>
+    </tr>
+  );
+}
