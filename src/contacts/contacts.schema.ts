@@ -48,6 +48,7 @@ export type Contact = Static<typeof Contact>;
 
 const Phone = Type.String({
   maxLength: 32,
+  format: 'e164',
   description: 'E.164, e.g. +14155550123. Unique in the account.',
 });
 const Name = Type.String({ minLength: 1, maxLength: 255 });

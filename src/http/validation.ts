@@ -1,6 +1,7 @@
 import { Ajv, type ErrorObject } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { FastifySchemaCompiler } from 'fastify';
+import { isValidE164 } from '../contacts/phone.js';
 import type { ErrorDetail } from '../errors.js';
 
 // ajv-formats is CommonJS; its default export arrives wrapped under NodeNext.
@@ -11,10 +12,11 @@ function makeAjv(coerceTypes: boolean | 'array'): Ajv {
     coerceTypes,
     useDefaults: true,
     removeAdditional: false, // unknown fields are errors, never silently dropped
-    allErrors: false,
+    allErrors: true, // every bad field at once; describeValidation keeps one issue per field
     strict: false,
   });
   addFormats(ajv, ['email', 'uri']);
+  ajv.addFormat('e164', { type: 'string', validate: isValidE164 });
   ajv.addFormat('date-time', { type: 'string', validate: isExistingDateTime });
   return ajv;
 }
@@ -116,7 +118,14 @@ function collapseAnyOf(errors: ErrorObject[]): ErrorObject[] {
 
 /** Turns Ajv's findings into `{ field, issue }` pairs named the way the client wrote them. */
 export function describeValidation(errors: ErrorObject[], part: string | undefined): ErrorDetail[] {
-  return collapseAnyOf(errors).map((e) => {
+  const details = collapseAnyOf(errors).map((e) => describeOne(e, part));
+  // Several rules of one field can fail together (a format and a maxLength); a client needs one.
+  const seen = new Set<string>();
+  return details.filter((d) => !seen.has(d.field) && seen.add(d.field));
+}
+
+function describeOne(e: ErrorObject, part: string | undefined): ErrorDetail {
+  {
     const path = e.instancePath
       .split('/')
       .slice(1)
@@ -147,11 +156,13 @@ export function describeValidation(errors: ErrorObject[], part: string | undefin
           issue:
             format === 'date-time'
               ? `must be an existing RFC 3339 date-time (offset as ±hh:mm) from ${EARLIEST_DATE_TIME} to ${LATEST_DATE_TIME}`
-              : `must be a valid ${format}`,
+              : format === 'e164'
+                ? 'must be a valid E.164 number such as +14155550123'
+                : `must be a valid ${format}`,
         };
       }
       default:
         return { field: path || where, issue: e.message ?? 'is invalid' };
     }
-  });
+  }
 }

@@ -1990,7 +1990,10 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description E.164, e.g. +14155550123. Unique in the account. */
+                    /**
+                     * Format: e164
+                     * @description E.164, e.g. +14155550123. Unique in the account.
+                     */
                     phone: string;
                     name?: string | null;
                     email?: string | null;
@@ -2174,7 +2177,10 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description E.164, e.g. +14155550123. Unique in the account. */
+                    /**
+                     * Format: e164
+                     * @description E.164, e.g. +14155550123. Unique in the account.
+                     */
                     phone?: string;
                     name?: string | null;
                     email?: string | null;
