@@ -1,7 +1,6 @@
 import { Ajv, type ErrorObject } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { FastifySchemaCompiler } from 'fastify';
-import { isValidE164 } from '../contacts/phone.js';
 import type { ErrorDetail } from '../errors.js';
 
 // ajv-formats is CommonJS; its default export arrives wrapped under NodeNext.
@@ -16,7 +15,6 @@ function makeAjv(coerceTypes: boolean | 'array'): Ajv {
     strict: false,
   });
   addFormats(ajv, ['email', 'uri']);
-  ajv.addFormat('e164', { type: 'string', validate: isValidE164 });
   ajv.addFormat('date-time', { type: 'string', validate: isExistingDateTime });
   return ajv;
 }
@@ -70,6 +68,14 @@ export function isExistingDateTime(value: string): boolean {
 // Bodies are JSON and must have the right types; query strings and paths are text and are coerced.
 const bodyAjv = makeAjv(false);
 const textAjv = makeAjv('array');
+
+/**
+ * A string format a feature defines (a contact's `e164` phone), checked by the schema with every
+ * other rule so that its failure is reported together with theirs. Call before routes compile.
+ */
+export function addStringFormat(name: string, validate: (value: string) => boolean): void {
+  for (const ajv of [bodyAjv, textAjv]) ajv.addFormat(name, { type: 'string', validate });
+}
 
 export const validatorCompiler: FastifySchemaCompiler<object> = ({ schema, httpPart }) => {
   const ajv = httpPart === 'body' ? bodyAjv : textAjv;

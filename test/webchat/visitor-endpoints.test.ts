@@ -175,7 +175,7 @@ describe('CORS', () => {
       const post = await visitor.call('POST', 'session', {}, { origin });
       expectError(post, 403);
       expect(post.headers['access-control-allow-origin']).toBe('*');
-      const message = (post.json() as { error: { message: string } }).error.message;
+      const message = post.json<{ error: { message: string } }>().error.message;
       expect(message).toContain(`${origin} is not one`);
       expect(message).toContain('allowed_origins');
       const read = await visitor.call('GET', 'messages', undefined, { origin });
