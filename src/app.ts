@@ -21,6 +21,7 @@ import {
   installErrorHandlers,
 } from './http/error-handler.js';
 import { installAuth } from './http/auth.js';
+import { DOCS_PAGE } from './http/docs-page.js';
 import { installIdempotency, type ResponseSealer } from './http/idempotency.js';
 import { SecretBox } from './connections/secret-box.js';
 import { installInputGuard } from './http/input-guard.js';
@@ -129,7 +130,7 @@ export async function buildApp(
         typeof json.$id === 'string' ? json.$id : `def-${i}`,
     },
   });
-  await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true });
+  await app.register(swaggerUi, DOCS_PAGE);
 
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
   app.get('/readyz', { schema: { hide: true } }, async () => {

@@ -146,6 +146,11 @@ export async function startService(
       await Promise.all([app.close(), rateLimiter.close(), feed?.stop()]);
       throw err;
     }
+    const base = config.publicUrl;
+    app.log.info(
+      { api: `${base}/v1`, docs: `${base}/docs`, app: `${base}/app` },
+      `Switchboard is listening: API ${base}/v1, docs ${base}/docs, app ${base}/app`,
+    );
   }
   runner?.start();
   dispatcher?.start();

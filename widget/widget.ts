@@ -274,6 +274,12 @@ class Widget {
       } catch (err) {
         if (epoch !== this.epoch) return;
         if (err instanceof ApiError && err.status < 500 && err.status !== 429) {
+          if (err.status === 403)
+            console.error(
+              `Switchboard webchat: this page's origin ${location.origin} is not allowed for this widget. ` +
+                `Add "${location.origin}" to allowed_origins of the webchat connection ` +
+                `(PUT /v1/channels/webchat). The service said: ${err.message}`,
+            );
           this.stop(UNAVAILABLE);
           return;
         }

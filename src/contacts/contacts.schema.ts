@@ -1,5 +1,7 @@
 import { Type, type Static } from 'typebox';
 import { Nullable, PageQuery, Timestamp } from '../http/schemas.js';
+import { addStringFormat } from '../http/validation.js';
+import { isValidE164 } from './phone.js';
 
 export const LIFECYCLE_STAGES = ['lead', 'customer', 'churned'] as const;
 
@@ -46,8 +48,10 @@ export const Contact = Type.Object(
 );
 export type Contact = Static<typeof Contact>;
 
+addStringFormat('e164', isValidE164);
 const Phone = Type.String({
   maxLength: 32,
+  format: 'e164',
   description: 'E.164, e.g. +14155550123. Unique in the account.',
 });
 const Name = Type.String({ minLength: 1, maxLength: 255 });

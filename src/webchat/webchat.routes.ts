@@ -102,9 +102,12 @@ export async function webchatRoutes(
     const widget = await webchat.widget(key);
     const origin = request.headers.origin;
     if (!origin || !widget.settings.allowed_origins.includes(origin)) {
-      reply.removeHeader('Access-Control-Allow-Origin');
+      // The refusal stays readable (`*`, no credentials ride here), so that the widget can tell
+      // the page's developer what to change instead of retrying a CORS failure forever; a
+      // preflight is answered as usual, so that the request it asks about meets this 403.
+      if (request.method === 'OPTIONS') return;
       throw new Forbidden(
-        `this widget may only be used from its allowed origins${origin ? `; ${origin} is not one` : ''}`,
+        `this widget may only be used from its allowed origins${origin ? `; ${origin} is not one` : ''}: add it to allowed_origins of the account's webchat connection (PUT /v1/channels/webchat)`,
       );
     }
     reply.header('Access-Control-Allow-Origin', origin);

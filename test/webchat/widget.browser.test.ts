@@ -189,17 +189,28 @@ describe.skipIf(!RUN)('the webchat widget in Chromium', () => {
     await context.close();
   });
 
-  it('a page on another origin is refused', async () => {
+  it('a page on another origin is refused, and the console says which setting to change', async () => {
     const { acc } = await setUp('/elsewhere');
     const context = await browser.newContext();
     const page = await context.newPage();
-    const refused: string[] = [];
-    page.on('requestfailed', (r) => refused.push(r.url()));
-    page.on('console', () => undefined);
+    const errors: string[] = [];
+    page.on('console', (m) => {
+      if (m.type() === 'error') errors.push(m.text());
+    });
     await page.goto(`${site.otherOrigin}/elsewhere`);
     await page.getByRole('button', { name: 'Open chat' }).click();
-    // The browser refuses the answer (no CORS header for this origin): the widget cannot start.
-    await expect.poll(() => refused.some((u) => u.includes('/session'))).toBe(true);
+    // The refusal reaches the page: the widget names the origin and the setting, and stops.
+    await expect
+      .poll(() => errors.find((e) => e.startsWith('Switchboard webchat:')), { timeout: 10_000 })
+      .toBeDefined();
+    const message = errors.find((e) => e.startsWith('Switchboard webchat:'))!;
+    expect(message).toContain(site.otherOrigin);
+    expect(message).toContain('allowed_origins');
+    expect(message).toContain('webchat connection');
+    await expect
+      .poll(() => page.getByText('The chat is not available on this page.').isVisible())
+      .toBe(true);
+    expect(await page.getByText('Connecting…').isVisible()).toBe(false);
     expect(await page.getByRole('textbox', { name: 'Message' }).isDisabled()).toBe(true);
     expect(await eventsOf(t.db, acc.accountId, 'message.received')).toEqual([]);
     await context.close();

@@ -2129,7 +2129,10 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description E.164, e.g. +14155550123. Unique in the account. */
+                    /**
+                     * Format: e164
+                     * @description E.164, e.g. +14155550123. Unique in the account.
+                     */
                     phone: string;
                     name?: string | null;
                     email?: string | null;
@@ -2313,7 +2316,10 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description E.164, e.g. +14155550123. Unique in the account. */
+                    /**
+                     * Format: e164
+                     * @description E.164, e.g. +14155550123. Unique in the account.
+                     */
                     phone?: string;
                     name?: string | null;
                     email?: string | null;
