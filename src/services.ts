@@ -1,5 +1,4 @@
-// The service graph: every repository, adapter, service and job handler, built once and wired by
-// hand (no container). app.ts puts the HTTP routes on it; server.ts starts its workers.
+// The service graph, built once and wired by hand: app.ts puts the routes on it, server.ts its workers.
 
 import { type FastifyBaseLogger } from 'fastify';
 import { pino } from 'pino';
@@ -142,8 +141,7 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
   const outbox = new Outbox(clock);
   const jobs = new JobQueue(clock);
   const usersRepo = new UsersRepository(db);
-  // One listening connection per process: the read caches', the event streams', presence's and
-  // the widget's.
+  // One listening connection per process: the read caches', event streams', presence's, widget's.
   const streamLog = deps.log ?? pino({ level: config.logLevel });
   const notifications = new Notifications({ url: deps.eventFeedUrl ?? null, log: streamLog });
   const presence = new Presence({ db, notifications });
@@ -428,8 +426,7 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     log: streamLog,
     limits: deps.eventStreams,
     presence,
-    // A stream ends (`event: end`) once its key is revoked, its plan loses API access, or its
-    // session ends.
+    // A stream ends (`event: end`) once its key is revoked, its plan loses API access, or it ends.
     credentials: async (credentials) => {
       const ids = (kind: 'key' | 'session') =>
         credentials.filter((c) => c.kind === kind).map((c) => c.id);
