@@ -242,13 +242,19 @@ export class ContactsRepository {
   }
 
   /**
-   * The contacts with these phones, held as lockByPhone holds them, locked in id order. Each
+   * The contacts with these phones, locked in id order: as lockByPhone holds them (`key share`,
+   * the default: they may not go away), or for an update of their fields (`no key update`). Each
    * phone and then each id is looked up by its unique index on its own: a plan that cannot
    * drift, whatever the table's statistics say (`phone = ANY(...)` is otherwise planned on the
    * trigram index, ~1 ms a phone, or on a scan of the whole account while statistics are stale).
    * A contact whose phone changed meanwhile comes back with its new phone.
    */
-  async lockManyByPhone(trx: Tx, accountId: string, phones: string[]): Promise<ContactRecord[]> {
+  async lockManyByPhone(
+    trx: Tx,
+    accountId: string,
+    phones: string[],
+    strength: 'key share' | 'no key update' = 'key share',
+  ): Promise<ContactRecord[]> {
     if (phones.length === 0) return [];
     const rows = await sql<ContactRecord>`
       WITH wanted AS MATERIALIZED (
@@ -262,7 +268,7 @@ export class ContactsRepository {
       CROSS JOIN LATERAL (
         SELECT ${sql.join(CONTACT_COLUMNS.map((c) => sql.ref(c)))}, ${IDENTITIES}
         FROM contacts WHERE account_id = ${accountId} AND id = w.id
-        FOR KEY SHARE
+        FOR ${sql.raw(strength === 'key share' ? 'KEY SHARE' : 'NO KEY UPDATE')}
       ) l`.execute(trx);
     return rows.rows;
   }

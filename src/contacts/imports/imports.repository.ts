@@ -1,7 +1,6 @@
 import { sql } from 'kysely';
 import type { Db, Tx } from '../../db/database.js';
 import type { CustomFieldValue } from '../../db/schema.js';
-import { CONTACT_COLUMNS, IDENTITIES, type ContactRecord } from '../contact-columns.js';
 
 export type ImportStatus = 'processing' | 'completed' | 'failed';
 export type OnConflict = 'update' | 'skip';
@@ -97,29 +96,6 @@ export class ContactImportsRepository {
       SELECT ${accountId}, ${id}, e.line, e.field, e.issue
       FROM unnest(${errors.map((e) => e.line)}::int[], ${errors.map((e) => e.field)}::text[],
                   ${errors.map((e) => e.issue)}::text[]) AS e(line, field, issue)`.execute(trx);
-  }
-
-  /**
-   * The contacts with these phones, locked for update in id order (each phone looked up by its
-   * unique index, as ContactsRepository.lockManyByPhone does).
-   */
-  async lockByPhones(trx: Tx, accountId: string, phones: string[]): Promise<ContactRecord[]> {
-    if (phones.length === 0) return [];
-    const rows = await sql<ContactRecord>`
-      WITH wanted AS MATERIALIZED (
-        SELECT DISTINCT c.id FROM unnest(${phones}::text[]) AS p(phone)
-        CROSS JOIN LATERAL (
-          SELECT id FROM contacts WHERE account_id = ${accountId} AND phone = p.phone OFFSET 0
-        ) c
-      )
-      SELECT ${sql.join(CONTACT_COLUMNS.map((c) => sql.ref(`l.${c}`)))}, l.identities
-      FROM (SELECT id FROM wanted ORDER BY id) w
-      CROSS JOIN LATERAL (
-        SELECT ${sql.join(CONTACT_COLUMNS.map((c) => sql.ref(c)))}, ${IDENTITIES}
-        FROM contacts WHERE account_id = ${accountId} AND id = w.id
-        FOR NO KEY UPDATE
-      ) l`.execute(trx);
-    return rows.rows;
   }
 
   /** These contacts' fields replaced by the values given, in one statement. */

@@ -250,10 +250,11 @@ export class ContactImportsService {
         // A phone repeated in the file updates the contact its earlier row made: the rows go
         // in rounds (each phone's first row, then its second...), each round seeing the last.
         for (const round of rounds(batch.rows)) {
-          const existing = await this.deps.imports.lockByPhones(
+          const existing = await this.deps.contacts.lockManyByPhone(
             trx,
             accountId,
             round.map((r) => r.phone),
+            'no key update',
           );
           const byPhone = new Map(existing.map((c) => [c.phone!, c]));
           const creates: { row: ContactRow; line: number }[] = [];
