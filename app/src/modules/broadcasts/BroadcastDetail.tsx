@@ -3,16 +3,14 @@ import { useState } from 'preact/hooks';
 import { api, data } from '../../api/client.js';
 import { keys } from '../../api/keys.js';
 import type { Contact } from '../../api/types.js';
-import { useAction, useQuery } from '../../lib/query.js';
+import { useQuery } from '../../lib/query.js';
 import { onLinkClick } from '../../lib/router.js';
-import { Dialog } from '../../ui/Dialog.js';
 import { currentSession } from '../session/session.js';
 import {
   audienceLabel,
   cancelBroadcast,
   fetchBroadcast,
   fetchRecipients,
-  formatTime,
   PAGE_SIZE,
   RECIPIENT_STATUSES,
   statusLabel,
@@ -21,7 +19,9 @@ import {
   type Recipient,
   type RecipientStatus,
 } from './broadcasts-data.js';
-import { Pager } from './Pager.js';
+import { fullTime } from '../../lib/format.js';
+import { ConfirmDialog } from '../../ui/ConfirmDialog.js';
+import { Pager } from '../../ui/Pager.js';
 
 const STATS: { key: keyof Broadcast['stats']; label: string }[] = [
   { key: 'sent', label: 'Sent' },
@@ -42,10 +42,6 @@ export function BroadcastDetail({ id }: { id: string }) {
     queryFn: ({ signal }) => fetchBroadcast(id, signal),
   });
   const [confirming, setConfirming] = useState(false);
-  const cancel = useAction(async () => {
-    await cancelBroadcast(id);
-    setConfirming(false);
-  });
   const back = (
     <a class="bc-back" href="/app/broadcasts" onClick={onLinkClick('/broadcasts')}>
       ← All broadcasts
@@ -104,7 +100,7 @@ export function BroadcastDetail({ id }: { id: string }) {
         </div>
         <div>
           <dt>{b.scheduled_at ? 'Scheduled for' : 'Created'}</dt>
-          <dd>{formatTime(b.scheduled_at ?? b.created_at)}</dd>
+          <dd>{fullTime(b.scheduled_at ?? b.created_at)}</dd>
         </div>
       </dl>
       {b.status === 'failed' && b.failure_reason && (
@@ -124,32 +120,19 @@ export function BroadcastDetail({ id }: { id: string }) {
       </section>
       {b.status !== 'scheduled' && b.status !== 'draft' && <Recipients id={id} />}
       {confirming && (
-        <Dialog title="Cancel this broadcast?" onClose={() => setConfirming(false)}>
-          <div class="stack">
-            <p>
-              “{b.name}” will not be sent at {formatTime(b.scheduled_at ?? b.created_at)}. It stays
-              in the list as a draft.
-            </p>
-            {cancel.error && (
-              <p role="alert" class="alert">
-                {cancel.error.message}
-              </p>
-            )}
-            <div class="dialog-actions">
-              <button type="button" class="button ghost" onClick={() => setConfirming(false)}>
-                Keep it
-              </button>
-              <button
-                type="button"
-                class="button primary"
-                disabled={cancel.pending}
-                onClick={() => void cancel.run()}
-              >
-                Cancel broadcast
-              </button>
-            </div>
-          </div>
-        </Dialog>
+        <ConfirmDialog
+          title="Cancel this broadcast?"
+          action="Cancel broadcast"
+          keep="Keep it"
+          destructive={false}
+          onConfirm={() => cancelBroadcast(id)}
+          onClose={() => setConfirming(false)}
+        >
+          <p>
+            “{b.name}” will not be sent at {fullTime(b.scheduled_at ?? b.created_at)}. It stays in
+            the list as a draft.
+          </p>
+        </ConfirmDialog>
       )}
     </div>
   );

@@ -7,13 +7,13 @@ import { currentSession } from '../session/session.js';
 import {
   audienceLabel,
   fetchBroadcasts,
-  formatTime,
   PAGE_SIZE,
   statusLabel,
   type Broadcast,
   type Paged,
 } from './broadcasts-data.js';
-import { Pager } from './Pager.js';
+import { fullTime } from '../../lib/format.js';
+import { Pager } from '../../ui/Pager.js';
 
 /** The account's broadcasts, newest first, with their status and counts. */
 export function BroadcastList() {
@@ -101,8 +101,8 @@ export function BroadcastList() {
                     <td class="num">{b.stats.failed}</td>
                     <td>
                       {b.status === 'scheduled' && b.scheduled_at
-                        ? `Scheduled ${formatTime(b.scheduled_at)}`
-                        : formatTime(b.created_at)}
+                        ? `Scheduled ${fullTime(b.scheduled_at)}`
+                        : fullTime(b.created_at)}
                     </td>
                   </tr>
                 ))}

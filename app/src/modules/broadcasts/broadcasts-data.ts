@@ -126,7 +126,3 @@ export function audienceLabel(audience: Audience): string {
   if (audience.lifecycle_stage) parts.push(`Stage ${audience.lifecycle_stage}`);
   return parts.join(' · ');
 }
-
-export function formatTime(iso: string): string {
-  return new Date(iso).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' });
-}

@@ -5,6 +5,7 @@ import type { Contact, Conversation } from '../../api/types.js';
 import { channelName, displayName, shortTime } from '../../lib/format.js';
 import { queryClient, useAction, useQuery } from '../../lib/query.js';
 import { navigate, onLinkClick } from '../../lib/router.js';
+import { ConfirmDialog } from '../../ui/ConfirmDialog.js';
 import { Dialog } from '../../ui/Dialog.js';
 import { previewMerge } from './merge-preview.js';
 
@@ -220,35 +221,24 @@ function EditDialog({ contact, onClose }: { contact: Contact; onClose: () => voi
 }
 
 function DeleteDialog({ contact, onClose }: { contact: Contact; onClose: () => void }) {
-  const remove = useAction(async () => {
+  const remove = async () => {
     await data(api.DELETE('/v1/contacts/{id}', { params: { path: { id: contact.id } } }));
     queryClient.removeQueries({ queryKey: keys.contact(contact.id) });
     void queryClient.invalidateQueries({ queryKey: keys.contactLists() });
     navigate('/contacts');
-  });
+  };
   return (
-    <Dialog title="Delete contact" onClose={onClose}>
-      <div class="dialog-body">
-        <p>
-          Delete {displayName(contact)} for good? Their conversations and messages stay; the contact
-          cannot be brought back.
-        </p>
-        {remove.error && <p role="alert">{remove.error.message}</p>}
-        <div class="form-actions">
-          <button
-            type="button"
-            class="button danger"
-            disabled={remove.pending}
-            onClick={() => void remove.run()}
-          >
-            Delete contact
-          </button>
-          <button type="button" class="button ghost" onClick={onClose}>
-            Cancel
-          </button>
-        </div>
-      </div>
-    </Dialog>
+    <ConfirmDialog
+      title="Delete contact"
+      action="Delete contact"
+      onConfirm={remove}
+      onClose={onClose}
+    >
+      <p>
+        Delete {displayName(contact)} for good? Their conversations and messages stay; the contact
+        cannot be brought back.
+      </p>
+    </ConfirmDialog>
   );
 }
 

@@ -5,6 +5,7 @@ import type { Channel, Contact } from '../../api/types.js';
 import { channelName, displayName, shortTime } from '../../lib/format.js';
 import { useQuery } from '../../lib/query.js';
 import { onLinkClick } from '../../lib/router.js';
+import { Pager } from '../../ui/Pager.js';
 
 export interface ContactFilters {
   search: string;
@@ -67,7 +68,6 @@ export function ContactsTable(props: { isAdmin: boolean }) {
       data(api.GET('/v1/tags', { params: { query: { limit: 100 } }, signal })),
   });
   const total = list.data?.total ?? 0;
-  const pages = Math.max(1, Math.ceil(total / PAGE_SIZE));
   const set = (change: Partial<ContactFilters>) => setFilters((f) => ({ ...f, ...change }));
 
   return (
@@ -163,27 +163,14 @@ export function ContactsTable(props: { isAdmin: boolean }) {
         </tbody>
       </table>
       {list.data && list.data.data.length === 0 && <p class="muted">No contact matches.</p>}
-      <nav class="contacts-pager" aria-label="Pages">
-        <button
-          type="button"
-          class="button ghost small"
-          disabled={page <= 1}
-          onClick={() => setPage(page - 1)}
-        >
-          Previous
-        </button>
-        <span role="status">
-          Page {page} of {pages.toLocaleString('en')} · {total.toLocaleString('en')} contacts
-        </span>
-        <button
-          type="button"
-          class="button ghost small"
-          disabled={page >= pages}
-          onClick={() => setPage(page + 1)}
-        >
-          Next
-        </button>
-      </nav>
+      <Pager
+        label="Pages"
+        page={page}
+        total={total}
+        pageSize={PAGE_SIZE}
+        noun="contacts"
+        onPage={setPage}
+      />
     </div>
   );
 }

@@ -4,7 +4,8 @@ import { queryClient } from '../../lib/query.js';
 import { keys } from '../../api/keys.js';
 import { Field } from '../../ui/AuthCard.js';
 import { currentSession, loadSession } from '../session/session.js';
-import { errorText } from './team/common.js';
+import { errorText } from '../../api/errors.js';
+import './team/settings-screens.css';
 
 /**
  * Settings › Your account, for everyone: who they are, their name (an admin renames anyone,

@@ -4,7 +4,11 @@ import { keys } from '../../api/keys.js';
 import type { components, paths } from '../../api/openapi.js';
 import { queryClient, useQuery } from '../../lib/query.js';
 import { Field } from '../../ui/AuthCard.js';
-import { ConfirmDialog, CopyField, errorText, when } from './team/common.js';
+import { errorText } from '../../api/errors.js';
+import { fullTime } from '../../lib/format.js';
+import { ConfirmDialog } from '../../ui/ConfirmDialog.js';
+import { CopyField } from '../../ui/Copy.js';
+import './team/settings-screens.css';
 
 type ApiKeySummary = components['schemas']['ApiKeySummary'];
 type IssuedKey = paths['/v1/api-keys']['post']['responses'][201]['content']['application/json'];
@@ -105,7 +109,7 @@ export function ApiKeysSettings(_props: { rest: string[] }) {
                   <tr key={k.id}>
                     <th scope="row">{k.name ?? <span class="muted">Unnamed</span>}</th>
                     <td class="mono">{k.id}</td>
-                    <td>{when(k.created_at)}</td>
+                    <td>{fullTime(k.created_at)}</td>
                     <td class="actions">
                       <button
                         type="button"

@@ -4,7 +4,11 @@ import type { Team, User } from '../../api/types.js';
 import { Field } from '../../ui/AuthCard.js';
 import { Dialog } from '../../ui/Dialog.js';
 import { currentSession } from '../session/session.js';
-import { ConfirmDialog, CopyField, errorText, when } from './team/common.js';
+import { errorText } from '../../api/errors.js';
+import { fullTime } from '../../lib/format.js';
+import { ConfirmDialog } from '../../ui/ConfirmDialog.js';
+import { CopyField } from '../../ui/Copy.js';
+import './team/settings-screens.css';
 import {
   createTeam,
   deleteTeam,
@@ -240,8 +244,9 @@ function InviteLinkDialog(props: { user: User; invite: Invite; onClose: () => vo
     <Dialog title={`Invite link for ${props.user.name}`} onClose={props.onClose} wide>
       <div class="stack">
         <p>
-          Send this link to {props.user.email}. It works once, until {when(props.invite.expires_at)}
-          , and is not shown again (an earlier link stops working).
+          Send this link to {props.user.email}. It works once, until{' '}
+          {fullTime(props.invite.expires_at)}, and is not shown again (an earlier link stops
+          working).
         </p>
         <CopyField label="Invite link" value={props.invite.invite_url} />
         <div class="dialog-actions">

@@ -5,7 +5,10 @@ import type { Template } from '../../api/types.js';
 import { queryClient, useQuery } from '../../lib/query.js';
 import { Field } from '../../ui/AuthCard.js';
 import { Dialog } from '../../ui/Dialog.js';
-import { ConfirmDialog, errorText, when } from './team/common.js';
+import { errorText } from '../../api/errors.js';
+import { fullTime } from '../../lib/format.js';
+import { ConfirmDialog } from '../../ui/ConfirmDialog.js';
+import './team/settings-screens.css';
 import { missingPlaceholders, placeholderCount, renderPreview } from './templates/template-body.js';
 
 type Status = Template['status'];
@@ -144,7 +147,7 @@ export function TemplatesSettings(_props: { rest: string[] }) {
                   <td>{t.language}</td>
                   <td>{t.category}</td>
                   <td class="template-body">{t.body}</td>
-                  <td>{when(t.created_at)}</td>
+                  <td>{fullTime(t.created_at)}</td>
                   <td class="actions">
                     <button
                       type="button"

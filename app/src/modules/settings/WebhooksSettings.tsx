@@ -4,7 +4,7 @@ import { keys } from '../../api/keys.js';
 import { useQuery } from '../../lib/query.js';
 import { onLinkClick } from '../../lib/router.js';
 import { Dialog } from '../../ui/Dialog.js';
-import { CopyButton } from './webhooks/CopyButton.js';
+import { CopyButton } from '../../ui/Copy.js';
 import { WebhookDetail } from './webhooks/WebhookDetail.js';
 import {
   createWebhook,
@@ -13,7 +13,7 @@ import {
   type WebhookEvent,
   type WebhookWithSecret,
 } from './webhooks/webhooks-data.js';
-import { fieldErrors } from './webhooks/field-errors.js';
+import { fieldErrors } from '../../api/errors.js';
 
 /** Settings › Webhooks: the list (`/settings/webhooks`) or one webhook (`…/webhooks/{id}`). */
 export function WebhooksSettings({ rest }: { rest: string[] }) {

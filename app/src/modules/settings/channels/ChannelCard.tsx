@@ -1,7 +1,6 @@
 import type { ComponentChildren } from 'preact';
 import { useState } from 'preact/hooks';
-import { useAction } from '../../../lib/query.js';
-import { Dialog } from '../../../ui/Dialog.js';
+import { ConfirmDialog } from '../../../ui/ConfirmDialog.js';
 import { CHANNEL_LABELS, disconnect, stateLabel, type Connection } from './channels-data.js';
 
 /** One channel: its name and state (`error` with its reason), its body, and "Disconnect". */
@@ -9,10 +8,6 @@ export function ChannelCard(props: { connection: Connection; children: Component
   const c = props.connection;
   const label = CHANNEL_LABELS[c.channel];
   const [confirming, setConfirming] = useState(false);
-  const remove = useAction(async () => {
-    await disconnect(c.channel);
-    setConfirming(false);
-  });
   const headingId = `channel-${c.channel}`;
   return (
     <section class="panel stack channel" aria-labelledby={headingId}>
@@ -33,29 +28,18 @@ export function ChannelCard(props: { connection: Connection; children: Component
           </button>
         </div>
       )}
-      {remove.error && <p role="alert">{remove.error.message}</p>}
       {confirming && (
-        <Dialog title={`Disconnect ${label}?`} onClose={() => setConfirming(false)}>
-          <div class="stack">
-            <p>
-              {label} goes back to the sandbox (or to not connected): messages on it are no longer
-              sent through your account, and its settings are forgotten.
-            </p>
-            <div class="dialog-actions">
-              <button type="button" class="button ghost" onClick={() => setConfirming(false)}>
-                Cancel
-              </button>
-              <button
-                type="button"
-                class="button primary danger"
-                disabled={remove.pending}
-                onClick={() => void remove.run()}
-              >
-                Disconnect
-              </button>
-            </div>
-          </div>
-        </Dialog>
+        <ConfirmDialog
+          title={`Disconnect ${label}?`}
+          action="Disconnect"
+          onConfirm={() => disconnect(c.channel)}
+          onClose={() => setConfirming(false)}
+        >
+          <p>
+            {label} goes back to the sandbox (or to not connected): messages on it are no longer
+            sent through your account, and its settings are forgotten.
+          </p>
+        </ConfirmDialog>
       )}
     </section>
   );

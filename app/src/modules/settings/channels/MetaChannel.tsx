@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
-import { CopyButton } from '../webhooks/CopyButton.js';
-import { fieldErrors } from '../webhooks/field-errors.js';
+import { CopyField } from '../../../ui/Copy.js';
+import { fieldErrors } from '../../../api/errors.js';
 import { ChannelCard } from './ChannelCard.js';
 import { CHANNEL_LABELS, connect, type ConnectBody, type Connection } from './channels-data.js';
 
@@ -85,23 +85,6 @@ export function MetaChannel({ connection }: { connection: Connection }) {
         </div>
       )}
     </ChannelCard>
-  );
-}
-
-/** A read-only value with its own "Copy" button. */
-export function CopyField(props: { label: string; value: string; multiline?: boolean }) {
-  return (
-    <div class="copy-field">
-      <label class="field">
-        <span>{props.label}</span>
-        {props.multiline ? (
-          <textarea readOnly rows={2} class="mono" value={props.value} />
-        ) : (
-          <input type="text" readOnly class="mono" value={props.value} />
-        )}
-      </label>
-      <CopyButton text={props.value} label={`Copy ${props.label.toLowerCase()}`} />
-    </div>
   );
 }
 

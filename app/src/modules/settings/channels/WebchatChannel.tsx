@@ -1,10 +1,9 @@
 import { useState } from 'preact/hooks';
 import { useAction } from '../../../lib/query.js';
 import { Dialog } from '../../../ui/Dialog.js';
-import { CopyButton } from '../webhooks/CopyButton.js';
-import { fieldErrors } from '../webhooks/field-errors.js';
+import { CopyButton, CopyField } from '../../../ui/Copy.js';
+import { fieldErrors } from '../../../api/errors.js';
 import { ChannelCard } from './ChannelCard.js';
-import { CopyField } from './MetaChannel.js';
 import { connect, type Connection } from './channels-data.js';
 import { WidgetPreview } from './WidgetPreview.js';
 

@@ -3,7 +3,7 @@ import { keys } from '../../../api/keys.js';
 import { fullTime } from '../../../lib/format.js';
 import { useAction, useQuery } from '../../../lib/query.js';
 import { navigate, onLinkClick } from '../../../lib/router.js';
-import { Dialog } from '../../../ui/Dialog.js';
+import { ConfirmDialog } from '../../../ui/ConfirmDialog.js';
 import {
   deleteWebhook,
   getWebhook,
@@ -61,11 +61,11 @@ function WebhookHead({ webhook }: { webhook: Webhook }) {
   const toggle = useAction(() =>
     setStatus(webhook.id, webhook.status === 'active' ? 'disabled' : 'active'),
   );
-  const remove = useAction(async () => {
+  const remove = async () => {
     await deleteWebhook(webhook.id);
     navigate('/settings/webhooks');
-  });
-  const error = test.error ?? toggle.error ?? remove.error;
+  };
+  const error = test.error ?? toggle.error;
   return (
     <div class="stack">
       <h1 id="page-title" class="webhook-url">
@@ -115,27 +115,17 @@ function WebhookHead({ webhook }: { webhook: Webhook }) {
       </p>
       {error && <p role="alert">{error.message}</p>}
       {confirming && (
-        <Dialog title="Delete this webhook?" onClose={() => setConfirming(false)}>
-          <div class="stack">
-            <p>
-              Deliveries to {webhook.url} stop at once, queued retries included. This cannot be
-              undone.
-            </p>
-            <div class="dialog-actions">
-              <button type="button" class="button ghost" onClick={() => setConfirming(false)}>
-                Cancel
-              </button>
-              <button
-                type="button"
-                class="button primary danger"
-                disabled={remove.pending}
-                onClick={() => void remove.run()}
-              >
-                Delete webhook
-              </button>
-            </div>
-          </div>
-        </Dialog>
+        <ConfirmDialog
+          title="Delete this webhook?"
+          action="Delete webhook"
+          onConfirm={remove}
+          onClose={() => setConfirming(false)}
+        >
+          <p>
+            Deliveries to {webhook.url} stop at once, queued retries included. This cannot be
+            undone.
+          </p>
+        </ConfirmDialog>
       )}
     </div>
   );
