@@ -5,7 +5,8 @@ import { keys } from '../../api/keys.js';
 import type { Channel, Template } from '../../api/types.js';
 import { useQuery } from '../../lib/query.js';
 import { navigate, onLinkClick } from '../../lib/router.js';
-import { placeholderCount, preview } from '../conversation/TemplateDialog.js';
+import { placeholderCount } from '../../lib/template-body.js';
+import { TemplateFields } from '../templates/TemplateFields.js';
 import { currentSession } from '../session/session.js';
 import {
   createBroadcast,
@@ -278,42 +279,13 @@ function BroadcastForm() {
             </p>
           ) : (
             <>
-              <label class="field">
-                <span>Template</span>
-                <select
-                  value={template?.name}
-                  onChange={(e) => {
-                    setTemplateName(e.currentTarget.value);
-                    setParams([]);
-                  }}
-                >
-                  {approved.map((t) => (
-                    <option key={t.id} value={t.name}>
-                      {t.name} ({t.language})
-                    </option>
-                  ))}
-                </select>
-              </label>
-              {Array.from({ length: count }, (_, i) => (
-                <label class="field" key={`${template?.name}-${i}`}>
-                  <span>{`Parameter {{${i + 1}}}`}</span>
-                  <input
-                    required
-                    value={params[i] ?? ''}
-                    onInput={(e) => {
-                      const next = [...params];
-                      next[i] = e.currentTarget.value;
-                      setParams(next);
-                    }}
-                  />
-                </label>
-              ))}
-              <div>
-                <p class="label">Preview</p>
-                <p class="preview" aria-label="Preview">
-                  {template ? preview(template.body, params) : ''}
-                </p>
-              </div>
+              <TemplateFields
+                templates={approved}
+                template={template}
+                params={params}
+                onTemplate={setTemplateName}
+                onParams={setParams}
+              />
             </>
           )}
         </fieldset>

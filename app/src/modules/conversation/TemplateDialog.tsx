@@ -3,19 +3,10 @@ import { api, data } from '../../api/client.js';
 import { keys } from '../../api/keys.js';
 import type { Conversation, Template } from '../../api/types.js';
 import { useQuery } from '../../lib/query.js';
+import { placeholderCount } from '../../lib/template-body.js';
 import { Dialog } from '../../ui/Dialog.js';
+import { TemplateFields } from '../templates/TemplateFields.js';
 import { sendMessage } from './conversation-data.js';
-
-/** How many placeholders ({{1}}…{{n}}) a template body holds. */
-export function placeholderCount(body: string): number {
-  let n = 0;
-  for (const m of body.matchAll(/\{\{(\d+)\}\}/g)) n = Math.max(n, Number(m[1]));
-  return n;
-}
-
-export function preview(body: string, params: string[]): string {
-  return body.replace(/\{\{(\d+)\}\}/g, (all, i: string) => params[Number(i) - 1] || all);
-}
 
 /** Outside the 24-hour window: an approved template, its parameters and a preview. */
 export function TemplateDialog(props: { conversation: Conversation; onClose: () => void }) {
@@ -61,42 +52,13 @@ export function TemplateDialog(props: { conversation: Conversation; onClose: () 
         <p>No approved template yet. An admin creates them under Settings.</p>
       ) : (
         <form onSubmit={(e) => void send(e)} class="stack">
-          <label class="field">
-            <span>Template</span>
-            <select
-              value={template?.name}
-              onChange={(e) => {
-                setName(e.currentTarget.value);
-                setParams([]);
-              }}
-            >
-              {list.map((t) => (
-                <option key={t.id} value={t.name}>
-                  {t.name} ({t.language})
-                </option>
-              ))}
-            </select>
-          </label>
-          {Array.from({ length: count }, (_, i) => (
-            <label class="field" key={`${template?.name}-${i}`}>
-              <span>{`Parameter {{${i + 1}}}`}</span>
-              <input
-                required
-                value={params[i] ?? ''}
-                onInput={(e) => {
-                  const next = [...params];
-                  next[i] = e.currentTarget.value;
-                  setParams(next);
-                }}
-              />
-            </label>
-          ))}
-          <div>
-            <p class="label">Preview</p>
-            <p class="preview" aria-label="Preview">
-              {template ? preview(template.body, params) : ''}
-            </p>
-          </div>
+          <TemplateFields
+            templates={list}
+            template={template}
+            params={params}
+            onTemplate={setName}
+            onParams={setParams}
+          />
           {error && (
             <p role="alert" class="composer-error">
               {error}

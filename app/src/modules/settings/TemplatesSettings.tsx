@@ -9,7 +9,7 @@ import { errorText } from '../../api/errors.js';
 import { fullTime } from '../../lib/format.js';
 import { ConfirmDialog } from '../../ui/ConfirmDialog.js';
 import './team/settings-screens.css';
-import { missingPlaceholders, placeholderCount, renderPreview } from './templates/template-body.js';
+import { missingPlaceholders, placeholderCount, renderPreview } from '../../lib/template-body.js';
 
 type Status = Template['status'];
 type Category = Template['category'];
