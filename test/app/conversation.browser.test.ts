@@ -203,6 +203,53 @@ describe.skipIf(!RUN_BROWSER)('a conversation in Chromium', () => {
     await context.close();
   });
 
+  it('edits the contact from the conversation: name, email, tags, custom fields (one removed), lifecycle stage', async () => {
+    const acc = await newAccount(app.t);
+    const contact = await namedContact(acc, 'Ada Byron');
+    expectStatus(
+      await acc.call({
+        method: 'PUT',
+        url: `/v1/contacts/${contact.id}`,
+        payload: { custom_fields: { order: '4471', plan: 'basic' } },
+      }),
+      200,
+    );
+    const { conversation_id: id } = await receive(acc, contact.id, 'whatsapp', 'Hello');
+    const { context, page } = await newAgent(app, acc, 'Grace Hopper');
+    await page.goto(`${app.base}/app/conversations/${id}`);
+    const panel = page.getByRole('region', { name: 'Contact' });
+    await panel.getByRole('textbox', { name: 'Name', exact: true }).fill('Ada Lovelace');
+    await panel.getByRole('textbox', { name: 'Email', exact: true }).fill('ada@example.com');
+    await panel.getByRole('textbox', { name: 'Tags' }).fill('vip, math');
+    await panel.getByRole('combobox', { name: 'Lifecycle stage' }).selectOption('customer');
+    await panel.getByRole('button', { name: 'Remove field order' }).click();
+    await panel.getByRole('button', { name: 'Add field' }).click();
+    await panel.getByRole('textbox', { name: 'Field 2 name' }).fill('city');
+    await panel.getByRole('textbox', { name: 'Field 2 value' }).fill('London');
+    await panel.getByRole('button', { name: 'Save contact' }).click();
+    await expect.poll(() => panel.getByRole('status').textContent()).toBe('Saved.');
+
+    const saved = await acc.call({ method: 'GET', url: `/v1/contacts/${contact.id}` });
+    expect(saved.json()).toMatchObject({
+      name: 'Ada Lovelace',
+      email: 'ada@example.com',
+      tags: ['vip', 'math'],
+      custom_fields: { plan: 'basic', city: 'London' },
+      lifecycle_stage: 'customer',
+    });
+    expect(saved.json().custom_fields).not.toHaveProperty('order');
+
+    // A refusal is said, and nothing is lost from the form.
+    await panel.getByRole('textbox', { name: 'Tags' }).fill(`vip, ${'x'.repeat(201)}`);
+    await panel.getByRole('button', { name: 'Save contact' }).click();
+    await expect.poll(() => panel.getByRole('status').textContent()).toContain('tags');
+    expect(await panel.getByRole('textbox', { name: 'Name', exact: true }).inputValue()).toBe(
+      'Ada Lovelace',
+    );
+    expect(await axeViolations(page)).toEqual([]);
+    await context.close();
+  });
+
   it('shows a failed message with its reason, and Retry sends it again', async () => {
     const acc = await newAccount(app.t);
     const contact = await namedContact(acc, 'Amara Okafor');

@@ -7,9 +7,8 @@ import { queryClient, useAction, useQuery } from '../../lib/query.js';
 import { navigate, onLinkClick } from '../../lib/router.js';
 import { ConfirmDialog } from '../../ui/ConfirmDialog.js';
 import { Dialog } from '../../ui/Dialog.js';
+import { saveContact, STAGES, type Stage } from '../contacts/contact-edit.js';
 import { previewMerge } from './merge-preview.js';
-
-type Stage = '' | 'lead' | 'customer' | 'churned';
 
 /** A contact's page (`/contacts/{id}`): fields, identities, conversations; edit, delete, merge. */
 export function ContactDetail({ id, isAdmin }: { id: string; isAdmin: boolean }) {
@@ -148,27 +147,7 @@ function EditDialog({ contact, onClose }: { contact: Contact; onClose: () => voi
   const [tags, setTags] = useState(contact.tags.join(', '));
   const [stage, setStage] = useState<Stage>((contact.lifecycle_stage ?? '') as Stage);
   const save = useAction(async () => {
-    await data(
-      api.PUT('/v1/contacts/{id}', {
-        params: { path: { id: contact.id } },
-        body: {
-          ...(phone.trim() ? { phone: phone.trim() } : {}),
-          name: name.trim() || null,
-          email: email.trim() || null,
-          tags: tags
-            .split(',')
-            .map((t) => t.trim())
-            .filter(Boolean),
-        },
-      }),
-    );
-    if (stage !== (contact.lifecycle_stage ?? ''))
-      await data(
-        api.POST('/v1/contacts/{id}/lifecycle', {
-          params: { path: { id: contact.id } },
-          body: { lifecycle_stage: stage || null },
-        }),
-      );
+    await saveContact(contact, { phone, name, email, tags, stage });
     refresh(contact.id);
     onClose();
   });
@@ -201,9 +180,11 @@ function EditDialog({ contact, onClose }: { contact: Contact; onClose: () => voi
           <span>Lifecycle stage</span>
           <select value={stage} onChange={(e) => setStage(e.currentTarget.value as Stage)}>
             <option value="">None</option>
-            <option value="lead">Lead</option>
-            <option value="customer">Customer</option>
-            <option value="churned">Churned</option>
+            {STAGES.map((s) => (
+              <option key={s.value} value={s.value}>
+                {s.label}
+              </option>
+            ))}
           </select>
         </label>
         {save.error && <p role="alert">{save.error.message}</p>}

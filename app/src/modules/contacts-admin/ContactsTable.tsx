@@ -6,11 +6,12 @@ import { channelName, displayName, shortTime } from '../../lib/format.js';
 import { useQuery } from '../../lib/query.js';
 import { onLinkClick } from '../../lib/router.js';
 import { Pager } from '../../ui/Pager.js';
+import { STAGES, type Stage } from '../contacts/contact-edit.js';
 
 export interface ContactFilters {
   search: string;
   tag: string;
-  lifecycle_stage: '' | 'lead' | 'customer' | 'churned';
+  lifecycle_stage: Stage;
   channel: '' | Channel;
 }
 
@@ -113,9 +114,11 @@ export function ContactsTable(props: { isAdmin: boolean }) {
             }
           >
             <option value="">Any stage</option>
-            <option value="lead">Lead</option>
-            <option value="customer">Customer</option>
-            <option value="churned">Churned</option>
+            {STAGES.map((s) => (
+              <option key={s.value} value={s.value}>
+                {s.label}
+              </option>
+            ))}
           </select>
         </label>
         <label>

@@ -6,9 +6,10 @@ import { channelName, displayName, shortTime } from '../../lib/format.js';
 import { queryClient, useQuery } from '../../lib/query.js';
 import { onLinkClick } from '../../lib/router.js';
 import { Avatar } from '../../ui/Avatar.js';
+import { saveContact, STAGES, type Stage } from './contact-edit.js';
 
-type Stage = 'lead' | 'customer' | 'churned' | '';
 type Field = { key: string; value: string };
+type Said = { error: boolean; text: string } | null;
 
 /** The contact of a conversation: shown, edited, and its other conversations. */
 export function ContactPanel(props: { contactId: string; conversationId: string }) {
@@ -17,10 +18,18 @@ export function ContactPanel(props: { contactId: string; conversationId: string 
     queryFn: ({ signal }) =>
       data(api.GET('/v1/contacts/{id}', { params: { path: { id: props.contactId } }, signal })),
   });
+  // Kept here: a save refetches the contact, and the form starts again from what was saved.
+  const [said, setSaid] = useState<Said>(null);
+  useEffect(() => setSaid(null), [props.contactId]);
   return (
     <section class="contact-panel" aria-label="Contact">
       {contact.data ? (
-        <ContactForm key={contact.data.updated_at} contact={contact.data} />
+        <ContactForm
+          key={contact.data.updated_at}
+          contact={contact.data}
+          said={said}
+          onSaid={setSaid}
+        />
       ) : contact.isError ? (
         <p role="alert">The contact could not be loaded: {contact.error.message}</p>
       ) : (
@@ -31,7 +40,8 @@ export function ContactPanel(props: { contactId: string; conversationId: string 
   );
 }
 
-function ContactForm({ contact }: { contact: Contact }) {
+function ContactForm(props: { contact: Contact; said: Said; onSaid: (said: Said) => void }) {
+  const { contact, said: message, onSaid: setMessage } = props;
   const [name, setName] = useState(contact.name ?? '');
   const [email, setEmail] = useState(contact.email ?? '');
   const [tags, setTags] = useState(contact.tags.join(', '));
@@ -40,39 +50,13 @@ function ContactForm({ contact }: { contact: Contact }) {
     Object.entries(contact.custom_fields).map(([key, value]) => ({ key, value: String(value) })),
   );
   const [saving, setSaving] = useState(false);
-  const [message, setMessage] = useState<{ error: boolean; text: string } | null>(null);
-  useEffect(() => setMessage(null), [contact.id]);
 
   const save = async (event: Event) => {
     event.preventDefault();
     setSaving(true);
     setMessage(null);
     try {
-      const custom: Record<string, string | null> = {};
-      for (const key of Object.keys(contact.custom_fields)) custom[key] = null;
-      for (const f of fields) if (f.key.trim()) custom[f.key.trim()] = f.value;
-      await data(
-        api.PUT('/v1/contacts/{id}', {
-          params: { path: { id: contact.id } },
-          body: {
-            name: name.trim() || null,
-            email: email.trim() || null,
-            tags: tags
-              .split(',')
-              .map((t) => t.trim())
-              .filter(Boolean),
-            custom_fields: custom,
-          },
-        }),
-      );
-      if (stage !== (contact.lifecycle_stage ?? '')) {
-        await data(
-          api.POST('/v1/contacts/{id}/lifecycle', {
-            params: { path: { id: contact.id } },
-            body: { lifecycle_stage: stage || null },
-          }),
-        );
-      }
+      await saveContact(contact, { name, email, tags, stage, customFields: fields });
       await queryClient.invalidateQueries({ queryKey: keys.contact(contact.id) });
       void queryClient.invalidateQueries({ queryKey: keys.lists() });
       setMessage({ error: false, text: 'Saved.' });
@@ -123,9 +107,11 @@ function ContactForm({ contact }: { contact: Contact }) {
         <span>Lifecycle stage</span>
         <select value={stage} onChange={(e) => setStage(e.currentTarget.value as Stage)}>
           <option value="">None</option>
-          <option value="lead">Lead</option>
-          <option value="customer">Customer</option>
-          <option value="churned">Churned</option>
+          {STAGES.map((s) => (
+            <option key={s.value} value={s.value}>
+              {s.label}
+            </option>
+          ))}
         </select>
       </label>
       <fieldset class="custom-fields">
