@@ -11,6 +11,7 @@ import type { Plan } from '../src/db/schema.js';
 import { MemoryRateLimiter, type RateLimiter } from '../src/http/rate-limiter.js';
 import type { CacheFeed } from '../src/db/cache-feed.js';
 import { listenForChanges } from '../src/server.js';
+import { testDatabaseUrl } from './database.js';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 
@@ -56,7 +57,7 @@ export async function startTestApp(
     sendLeaseMs?: AppDeps['sendLeaseMs'];
   } = {},
 ): Promise<TestApp> {
-  const url = opts.databaseUrl ?? inject('databaseUrl');
+  const url = opts.databaseUrl ?? testDatabaseUrl();
   const db = createDb(url, { max: 10 });
   const clock = new TestClock();
   const rateLimiter = opts.rateLimiter ?? new MemoryRateLimiter();
@@ -108,7 +109,7 @@ export async function startTestApp(
 export async function createPrivateDatabase(
   opts: { migrated?: boolean } = {},
 ): Promise<{ url: string; drop: () => Promise<void> }> {
-  const base = inject('databaseUrl');
+  const base = testDatabaseUrl();
   const name = `switchboard_t_${randomBytes(6).toString('hex')}`;
   const onServer = async (statement: ReturnType<typeof sql>) => {
     const admin = createDb(base, { max: 1, preparedStatements: false });

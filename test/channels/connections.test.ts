@@ -25,6 +25,7 @@ import { AppError } from '../../src/errors.js';
 import { FakeGraph, META_ERRORS } from '../fake-graph/server.js';
 import { newAccount, startTestApp, type TestAccount, type TestApp } from '../helpers.js';
 import { expectError, expectStatus } from '../inbox-helpers.js';
+import { testDatabaseUrl } from '../database.js';
 
 const PUBLIC_URL = 'https://switchboard.shop.example';
 const KEY = randomBytes(32);
@@ -846,7 +847,7 @@ describe('the provider resolver', () => {
     // A second process on the same database: its own cache, kept by its own change feed.
     const cache = new ReadCache<ResolvedProvider>({ maxEntries: 100, ttlMs: 60_000 });
     const feed = new CacheFeed({
-      url: inject('databaseUrl'),
+      url: testDatabaseUrl(),
       log: { info: () => undefined, warn: () => undefined },
     });
     feed.subscribe(CONNECTION_TOPIC, cache);

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Migrator, sql, type Migration } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {afterAll, beforeAll, describe, expect, it} from 'vitest';
 import { inject } from 'vitest';
 import type { ChannelProvider, OutboundMessage, SendOutcome } from '../../src/channels/channel.js';
 import { createDb, migrate } from '../../src/db/database.js';
@@ -31,6 +31,7 @@ import {
   expectStatus,
   receive,
 } from '../inbox-helpers.js';
+import { testDatabaseUrl } from '../database.js';
 
 /**
  * A provider standing in for a real one (its name is not `sandbox`): records what it is asked
@@ -609,7 +610,7 @@ describe('sending to contacts without an identity on the channel', () => {
 
 describe('migration 010', () => {
   it('keeps every contact and conversation made before it, and phones stay unique', async () => {
-    const base = inject('databaseUrl');
+    const base = testDatabaseUrl();
     const name = `switchboard_t_${randomBytes(6).toString('hex')}`;
     const admin = createDb(base, { max: 1, preparedStatements: false });
     await sql`CREATE DATABASE ${sql.id(name)}`.execute(admin);

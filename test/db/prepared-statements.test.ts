@@ -1,12 +1,13 @@
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import {afterAll, beforeAll, describe, expect, it} from 'vitest';
 import { ContactsRepository } from '../../src/contacts/contacts.repository.js';
 import { createDb, CUSTOM_PLAN, FIXED_TEXT, type Db } from '../../src/db/database.js';
+import { testDatabaseUrl } from '../database.js';
 
 // One connection, so every statement runs in the session whose prepared statements we read.
 let db: Db;
 beforeAll(() => {
-  db = createDb(inject('databaseUrl'), { max: 1 });
+  db = createDb(testDatabaseUrl(), { max: 1 });
 });
 afterAll(() => db.destroy());
 
@@ -45,7 +46,7 @@ describe('named prepared statements', () => {
   });
 
   it('can be switched off', async () => {
-    const plain = createDb(inject('databaseUrl'), { max: 1, preparedStatements: false });
+    const plain = createDb(testDatabaseUrl(), { max: 1, preparedStatements: false });
     try {
       await sql`SELECT ${1}::int AS one`.execute(plain);
       const rows = (

@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { describe, expect, inject, it } from 'vitest';
+import {describe, expect, it} from 'vitest';
 import { createDb } from '../../src/db/database.js';
 import { runCli, startService } from './process.js';
+import { testDatabaseUrl } from '../database.js';
 
 describe('switchboard CLI', () => {
   it('creates an account and a working API key, and revokes it', async () => {
-    const env = { DATABASE_URL: inject('databaseUrl') };
+    const env = { DATABASE_URL: testDatabaseUrl() };
     const account = await runCli(env, [
       'accounts',
       'create',
@@ -57,7 +58,7 @@ describe('switchboard CLI', () => {
   });
 
   it('users invite prints a link that signs the user in; again for the same email, a new link for that user', async () => {
-    const env = { DATABASE_URL: inject('databaseUrl') };
+    const env = { DATABASE_URL: testDatabaseUrl() };
     const account = await runCli(env, [
       'accounts',
       'create',
@@ -115,7 +116,7 @@ describe('switchboard CLI', () => {
   }, 120_000);
 
   it("changes an account's plan and rate limit, returns it to the plan's figure, and shows it", async () => {
-    const env = { DATABASE_URL: inject('databaseUrl') };
+    const env = { DATABASE_URL: testDatabaseUrl() };
     const created = await runCli(env, [
       'accounts',
       'create',
@@ -161,7 +162,7 @@ describe('switchboard CLI', () => {
   });
 
   it('refuses a bad plan with a clear message', async () => {
-    const result = await runCli({ DATABASE_URL: inject('databaseUrl') }, [
+    const result = await runCli({ DATABASE_URL: testDatabaseUrl() }, [
       'accounts',
       'create',
       '--name',
@@ -174,7 +175,7 @@ describe('switchboard CLI', () => {
   });
 
   it('lists dead jobs with their last error, and puts one back with jobs retry', async () => {
-    const env = { DATABASE_URL: inject('databaseUrl') };
+    const env = { DATABASE_URL: testDatabaseUrl() };
     const db = createDb(env.DATABASE_URL, { max: 1 });
     const account = `acc_cli_${randomUUID().slice(0, 8)}`;
     const died = new Date('2030-01-02T03:04:05.000Z');

@@ -1,5 +1,6 @@
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import {afterAll, beforeAll, describe, expect, it} from 'vitest';
 import { startService, type ServiceProcess } from './process.js';
+import { testDatabaseUrl } from '../database.js';
 
 const ADMIN = 'e2e-admin-token-0123456789';
 
@@ -8,7 +9,7 @@ describe('scale-out', () => {
   const services: ServiceProcess[] = [];
   beforeAll(async () => {
     const env = {
-      DATABASE_URL: inject('databaseUrl'),
+      DATABASE_URL: testDatabaseUrl(),
       REDIS_URL: 'redis://127.0.0.1:6379',
       ADMIN_TOKEN: ADMIN,
     };
@@ -54,7 +55,7 @@ describe('scale-out', () => {
   });
 
   it('stops gracefully on SIGTERM', async () => {
-    const extra = await startService({ DATABASE_URL: inject('databaseUrl') }, ['serve']);
+    const extra = await startService({ DATABASE_URL: testDatabaseUrl() }, ['serve']);
     extra.child.kill('SIGTERM');
     expect((await extra.exited).code).toBe(0);
   });

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { ulid } from 'ulid';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import {afterAll, afterEach, beforeAll, describe, expect, it, vi} from 'vitest';
 import { inject } from 'vitest';
 import { EventsRepository } from '../../src/events/events.repository.js';
 import { Outbox } from '../../src/events/outbox.js';
@@ -19,6 +19,7 @@ import {
 } from '../helpers.js';
 import { startHttpsServer } from '../https-server.js';
 import { SseClient } from './sse-client.js';
+import { testDatabaseUrl } from '../database.js';
 
 /*
  * GET /v1/events/stream over real sockets: a client that reads the response as it arrives.
@@ -473,8 +474,8 @@ describe('transactions that commit out of order', () => {
   let a: pg.Client;
   let b: pg.Client;
   beforeAll(async () => {
-    a = new pg.Client({ connectionString: inject('databaseUrl') });
-    b = new pg.Client({ connectionString: inject('databaseUrl') });
+    a = new pg.Client({ connectionString: testDatabaseUrl() });
+    b = new pg.Client({ connectionString: testDatabaseUrl() });
     await Promise.all([a.connect(), b.connect()]);
   });
   afterAll(async () => {

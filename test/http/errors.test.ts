@@ -13,6 +13,7 @@ import {
   type TestAccount,
   type TestApp,
 } from '../helpers.js';
+import { testDatabaseUrl } from '../database.js';
 
 let t: TestApp;
 let acc: TestAccount;
@@ -280,7 +281,7 @@ describe('internal errors', () => {
   it('answer 500 internal_error with a request_id and no stack trace or driver message', async () => {
     // A session whose search_path finds none of the tables: the first query fails inside the
     // request with an error that is no client's doing and not an outage.
-    const url = new URL(inject('databaseUrl'));
+    const url = new URL(testDatabaseUrl());
     url.searchParams.set('options', '-c search_path=nowhere');
     const { app, close } = await appOn(url.toString());
     try {

@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
+import {afterAll, beforeAll, describe, expect, it, vi} from 'vitest';
 import { CacheFeed } from '../../src/db/cache-feed.js';
 import { ReadCache } from '../../src/db/read-cache.js';
 import {
@@ -9,6 +9,7 @@ import {
   type TestAccount,
   type TestApp,
 } from '../helpers.js';
+import { testDatabaseUrl } from '../database.js';
 
 // The API caches key owners and contacts in process. These tests change rows the way another
 // process would (plain SQL on another connection) and through the API, and check that no read
@@ -144,7 +145,7 @@ describe('read caches', () => {
     const cache = new ReadCache<string>({ maxEntries: 10, ttlMs: 60_000 });
     const log = { info: () => undefined, warn: () => undefined };
     const feed = new CacheFeed({
-      url: inject('databaseUrl'),
+      url: testDatabaseUrl(),
       log,
       heartbeatMs: 200,
       retryMs: 60_000,
