@@ -1,5 +1,4 @@
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
-import { inject } from 'vitest';
 import { buildApp } from '../src/app.js';
 import { type AppConfig, type AppDeps, type Services } from '../src/services.js';
 import { loadConfig } from '../src/config.js';
