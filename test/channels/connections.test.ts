@@ -3,7 +3,6 @@ import fs from 'node:fs';
 import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { inject } from 'vitest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChannelProvider, ResolvedProvider } from '../../src/channels/channel.js';
 import { ConnectionsRepository } from '../../src/connections/connections.repository.js';

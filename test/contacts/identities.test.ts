@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Migrator, sql, type Migration } from 'kysely';
-import {afterAll, beforeAll, describe, expect, it} from 'vitest';
-import { inject } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChannelProvider, OutboundMessage, SendOutcome } from '../../src/channels/channel.js';
 import { createDb, migrate } from '../../src/db/database.js';
 import type { Channel } from '../../src/db/schema.js';

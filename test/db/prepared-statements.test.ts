@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import {afterAll, beforeAll, describe, expect, it} from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ContactsRepository } from '../../src/contacts/contacts.repository.js';
 import { createDb, CUSTOM_PLAN, FIXED_TEXT, type Db } from '../../src/db/database.js';
 import { testDatabaseUrl } from '../database.js';

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import {describe, expect, it} from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createDb } from '../../src/db/database.js';
 import { runCli, startService } from './process.js';
 import { testDatabaseUrl } from '../database.js';

@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import {afterAll, beforeAll, describe, expect, it, vi} from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { CacheFeed } from '../../src/db/cache-feed.js';
 import { ReadCache } from '../../src/db/read-cache.js';
 import {
