@@ -10,6 +10,7 @@ import type { Plan, UserRole } from './db/schema.js';
 import { Transactor } from './db/transactor.js';
 import { AppError } from './errors.js';
 import { DeadJobs, type DeadJob } from './jobs/dead-jobs.js';
+import { registerListen } from './cli/listen.js';
 import { serve } from './main.js';
 import { openStore } from './server.js';
 import { InvitesRepository } from './users/invites.repository.js';
@@ -269,6 +270,8 @@ jobs
       print(!!opts.json, job, `queued ${job.id} (${job.kind}) again`);
     }),
   );
+
+registerListen(program);
 
 program.parseAsync().catch((err: unknown) => {
   const message =

@@ -2,7 +2,7 @@ import type https from 'node:https';
 import type { Clock } from '../clock.js';
 import { guardedFetch, OutboundError } from '../net/guarded-fetch.js';
 import { parseRetryAfter } from './retry-policy.js';
-import { eventBody, serviceSignature, standardSignature } from './signing.js';
+import { deliveryHeaders, eventBody } from './signing.js';
 
 export const DELIVERY_TIMEOUT_MS = 10_000;
 /** The delivery log keeps at most this many characters of a receiver's answer. */
@@ -72,16 +72,13 @@ export async function sendAttempt(
     const res = await guardedFetch({
       url: d.url,
       method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        'user-agent': 'Switchboard-Webhooks/1.0',
-        'x-service-signature': serviceSignature(d.secret, body),
-        'x-service-event-id': d.event_id,
-        'x-service-delivery-attempt': String(d.attempts),
-        'webhook-id': d.event_id,
-        'webhook-timestamp': String(timestamp),
-        'webhook-signature': standardSignature(d.secret, d.event_id, timestamp, body),
-      },
+      headers: deliveryHeaders({
+        secret: d.secret,
+        eventId: d.event_id,
+        attempt: d.attempts,
+        timestampSeconds: timestamp,
+        body,
+      }),
       body,
       timeoutMs: DELIVERY_TIMEOUT_MS,
       maxBytes: 0,

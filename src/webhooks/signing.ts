@@ -28,6 +28,29 @@ export function standardSignature(
   return `v1,${mac}`;
 }
 
+/**
+ * The headers of a webhook delivery's POST: the two signatures over the exact bytes sent, the
+ * event id, and the attempt's number (from 1). `switchboard listen` sends the same.
+ */
+export function deliveryHeaders(d: {
+  secret: string;
+  eventId: string;
+  attempt: number;
+  timestampSeconds: number;
+  body: Buffer;
+}): Record<string, string> {
+  return {
+    'content-type': 'application/json',
+    'user-agent': 'Switchboard-Webhooks/1.0',
+    'x-service-signature': serviceSignature(d.secret, d.body),
+    'x-service-event-id': d.eventId,
+    'x-service-delivery-attempt': String(d.attempt),
+    'webhook-id': d.eventId,
+    'webhook-timestamp': String(d.timestampSeconds),
+    'webhook-signature': standardSignature(d.secret, d.eventId, d.timestampSeconds, d.body),
+  };
+}
+
 /** The exact bytes sent (and signed) for an event; the same on every retry. */
 export function eventBody(event: {
   id: string;

@@ -296,6 +296,9 @@ describe('the README, run as a newcomer runs it', () => {
       expect(after(/sandbox\/templates/)).toMatch(
         /"type":"template","content":"Hi Ada, your order #1042 has shipped\.".*"status":"sent"/,
       );
+      expect(after(/--forward-to/)).toMatch(
+        /Signing secret: whsec_[\s\S]*\n200 contact\.created evt_[0-9A-Z]{26}\n/,
+      );
       const events = after(/kill \$STREAM/);
       expect(events).toContain('event: message.received');
       expect(events).toContain('event: message.delivered');
