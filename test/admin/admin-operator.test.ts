@@ -58,11 +58,11 @@ describe('GET /admin/accounts', () => {
     const newer = await newAccount('Newer');
     const res = await admin({ method: 'GET', url: '/admin/accounts?limit=100' });
     expect(res.statusCode, res.body).toBe(200);
-    const body = res.json() as {
+    const body = res.json<{
       data: { id: string; created_at: string }[];
       total: number;
       page: number;
-    };
+    }>();
     expect(Object.keys(body).sort()).toEqual(['data', 'page', 'total']);
     expect(body.page).toBe(1);
     const { n } = await t.db
