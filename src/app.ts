@@ -5,6 +5,7 @@ import { sql } from 'kysely';
 import { randomUUID } from 'node:crypto';
 import { apiKeysRoutes } from './accounts/api-keys.routes.js';
 import { adminRoutes } from './admin/admin.routes.js';
+import { DeadJobs } from './jobs/dead-jobs.js';
 import { appRoute } from './app-shell/app.route.js';
 import { broadcastsRoutes } from './broadcasts/broadcasts.routes.js';
 import { cannedResponsesRoutes } from './canned-responses/canned-responses.routes.js';
@@ -217,7 +218,12 @@ export async function buildApp(
   if (adminToken) {
     await app.register(
       async (admin) =>
-        adminRoutes(admin, { accounts: services.accounts, users: services.users, adminToken }),
+        adminRoutes(admin, {
+          accounts: services.accounts,
+          users: services.users,
+          deadJobs: new DeadJobs({ db: deps.db, clock: deps.clock }),
+          adminToken,
+        }),
       {
         prefix: '/admin',
       },

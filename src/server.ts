@@ -1,3 +1,5 @@
+import fs from 'node:fs/promises';
+import path from 'node:path';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { buildApp } from './app.js';
 import { type Services } from './services.js';
@@ -5,7 +7,7 @@ import { WEBCHAT_TOPIC } from './webchat/webchat-wakeups.js';
 import { CacheFeed, topicCaches } from './db/cache-feed.js';
 import { systemClock } from './clock.js';
 import type { Config } from './config.js';
-import { createDb, migrate, type Db } from './db/database.js';
+import { createDb, migrate, storeExists, type Db } from './db/database.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './db/embedded/index.js';
 import { MemoryRateLimiter, RedisRateLimiter, type RateLimiter } from './http/rate-limiter.js';
 import { schedulePruning } from './http/idempotency.js';
@@ -23,19 +25,40 @@ export interface Store {
   close(): Promise<void>;
 }
 
-/** The configured PostgreSQL, or the embedded one under DATA_DIR; migrated either way. */
+/** Refused by `openStore(…, { existing: true })`: there is no store there yet. */
+export class EmptyStore extends Error {}
+
+const START_FIRST =
+  'start the service first (switchboard serve), or pass --url to work through a running one';
+
+/**
+ * The configured PostgreSQL, or the embedded one under DATA_DIR; migrated either way. With
+ * `existing`, a store that was never created is refused (EmptyStore) and nothing is created:
+ * no DATA_DIR or cluster for the embedded default, no migrations table in DATABASE_URL.
+ */
 export async function openStore(
   config: Config,
   log: (line: string) => void = () => undefined,
+  opts: { existing?: boolean } = {},
 ): Promise<Store> {
   let embedded: EmbeddedPostgres | null = null;
   let url = config.databaseUrl;
   if (!url) {
+    if (opts.existing && !(await clusterExists(config.dataDir))) {
+      throw new EmptyStore(`no store in DATA_DIR ${config.dataDir}: ${START_FIRST}`);
+    }
     embedded = await startEmbeddedPostgres({ dataDir: config.dataDir, log });
     url = embedded.url;
   }
   const db = createDb(url, { preparedStatements: config.databasePreparedStatements });
   try {
+    if (opts.existing && !(await storeExists(db))) {
+      throw new EmptyStore(
+        config.databaseUrl
+          ? `no store in the database at DATABASE_URL (no migrations table): ${START_FIRST}`
+          : `no store in DATA_DIR ${config.dataDir} (its database has no migrations table): ${START_FIRST}`,
+      );
+    }
     await migrate(db);
   } catch (err) {
     await db.destroy();
@@ -50,6 +73,13 @@ export async function openStore(
       await embedded?.stop();
     },
   };
+}
+
+async function clusterExists(dataDir: string): Promise<boolean> {
+  return fs.stat(path.join(dataDir, 'pg', 'PG_VERSION')).then(
+    (stat) => stat.isFile(),
+    () => false,
+  );
 }
 
 /** The change feed that keeps the API's read caches correct (and enables them while it listens). */

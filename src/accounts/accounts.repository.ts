@@ -1,5 +1,7 @@
 import { sql, type Selectable } from 'kysely';
 import type { Db, Tx } from '../db/database.js';
+import { paged, type Paged } from '../db/paged.js';
+import type { PageRequest } from '../http/pagination.js';
 import type { AccountsTable, Plan } from '../db/schema.js';
 
 export type AccountRow = Selectable<AccountsTable>;
@@ -21,6 +23,13 @@ export class AccountsRepository {
 
   async find(id: string, trx: Tx | Db = this.db): Promise<AccountRow | undefined> {
     return trx.selectFrom('accounts').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  /** Every account, newest first (the operator's list: accounts are not scoped to one). */
+  async list(page: PageRequest): Promise<Paged<AccountRow>> {
+    return paged(this.db.selectFrom('accounts'), page, (q) =>
+      q.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc'),
+    );
   }
 
   async count(trx: Tx | Db = this.db): Promise<number> {

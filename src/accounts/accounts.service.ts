@@ -8,6 +8,7 @@ import type { Plan } from '../db/schema.js';
 import { Transactor, type Scope } from '../db/transactor.js';
 import { Forbidden, NotFound, Unauthorized } from '../errors.js';
 import type { Principal } from '../http/auth.js';
+import type { PageRequest, PageResult } from '../http/pagination.js';
 import { newId } from '../ids.js';
 import type { AccountRow, AccountsRepository, KeyOwner } from './accounts.repository.js';
 
@@ -132,8 +133,24 @@ export class AccountsService {
     );
   }
 
+  /** Every account, for the operator (`GET /admin/accounts`, `switchboard accounts list`). */
+  async listAccounts(page: PageRequest): Promise<PageResult<Account>> {
+    const { rows, total } = await this.deps.accounts.list(page);
+    return { data: rows.map(toAccount), total, page: page.page };
+  }
+
   async listApiKeys(scope: Scope): Promise<{ data: ApiKey[] }> {
-    const rows = await this.deps.accounts.listKeys(scope.accountId);
+    return this.keysOf(scope.accountId);
+  }
+
+  /** The live keys of any account, for the operator; an unknown account is a 404. */
+  async listApiKeysOf(accountId: string): Promise<{ data: ApiKey[] }> {
+    if (!(await this.deps.accounts.find(accountId))) throw new NotFound('account', accountId);
+    return this.keysOf(accountId);
+  }
+
+  private async keysOf(accountId: string): Promise<{ data: ApiKey[] }> {
+    const rows = await this.deps.accounts.listKeys(accountId);
     return {
       data: rows.map((r) => ({ id: r.id, name: r.name, created_at: r.created_at.toISOString() })),
     };

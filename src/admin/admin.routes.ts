@@ -4,38 +4,39 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { AccountsService } from '../accounts/accounts.service.js';
 import { ApiKey } from '../accounts/api-keys.schema.js';
+import type { DeadJobs } from '../jobs/dead-jobs.js';
+import { pageRequest } from '../http/pagination.js';
 import type { UsersService } from '../users/users.service.js';
-import { Invite, Role } from '../users/users.schema.js';
 import { Unauthorized } from '../errors.js';
-import { ErrorRef, IdParams, Nullable, Success, Timestamp } from '../http/schemas.js';
+import { ErrorRef, IdParams, PageQuery, Success } from '../http/schemas.js';
+import {
+  Account,
+  AccountKeys,
+  AccountPage,
+  AdminInvite,
+  DeadJobList,
+  DeadJobsQuery,
+  InviteBody,
+  Plan,
+  RateLimit,
+  RetriedJob,
+} from './admin.schema.js';
 
-const Plan = Type.Union([
-  Type.Literal('starter'),
-  Type.Literal('growth'),
-  Type.Literal('enterprise'),
-]);
-const RateLimit = Nullable(Type.Integer({ minimum: 1, maximum: 1_000_000 }));
-
-const Account = Type.Object(
-  {
-    id: Type.String(),
-    name: Type.String(),
-    plan: Plan,
-    rate_limit_per_minute: RateLimit,
-    created_at: Timestamp,
-  },
-  { $id: 'Account' },
-);
 const adminErrors = { 401: ErrorRef, 404: ErrorRef, 422: ErrorRef };
 
 function digest(value: string): Buffer {
   return createHash('sha256').update(value).digest();
 }
 
-/** Accounts and API keys, for the operator; only mounted when ADMIN_TOKEN is set. */
+/** Accounts, API keys, invites and dead jobs, for the operator; only mounted when ADMIN_TOKEN is set. */
 export function adminRoutes(
   app: FastifyInstance,
-  deps: { accounts: AccountsService; users: UsersService; adminToken: string },
+  deps: {
+    accounts: AccountsService;
+    users: UsersService;
+    deadJobs: DeadJobs;
+    adminToken: string;
+  },
 ): void {
   const expected = digest(deps.adminToken);
   app.addHook('onRequest', async (request) => {
@@ -67,6 +68,18 @@ export function adminRoutes(
     },
     handler: async (req, reply) =>
       reply.code(201).send(await deps.accounts.createAccount(req.body)),
+  });
+
+  r.get('/accounts', {
+    schema: {
+      operationId: 'listAccounts',
+      tags,
+      security,
+      summary: 'List every account, newest first',
+      querystring: Type.Object(PageQuery, { additionalProperties: false }),
+      response: { 200: AccountPage, ...adminErrors },
+    },
+    handler: (req) => deps.accounts.listAccounts(pageRequest(req.query)),
   });
 
   r.get('/accounts/:id', {
@@ -125,6 +138,18 @@ export function adminRoutes(
       reply.code(201).send(await deps.accounts.createApiKey(req.params.id, req.body?.name ?? null)),
   });
 
+  r.get('/accounts/:id/api-keys', {
+    schema: {
+      operationId: 'listAccountApiKeys',
+      tags,
+      security,
+      summary: "List an account's live API keys (without the keys)",
+      params: IdParams,
+      response: { 200: AccountKeys, ...adminErrors },
+    },
+    handler: (req) => deps.accounts.listApiKeysOf(req.params.id),
+  });
+
   r.post('/accounts/:id/invites', {
     schema: {
       operationId: 'inviteToAccount',
@@ -133,18 +158,8 @@ export function adminRoutes(
       summary:
         'An invite link for a user of the account (a new user, or a new link for the one with that email)',
       params: IdParams,
-      body: Type.Object(
-        {
-          email: Type.String({ format: 'email', maxLength: 254 }),
-          role: Role,
-          name: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
-        },
-        { additionalProperties: false },
-      ),
-      response: {
-        201: Type.Object({ user_id: Type.String(), ...Invite.properties }),
-        ...adminErrors,
-      },
+      body: InviteBody,
+      response: { 201: AdminInvite, ...adminErrors },
     },
     handler: async (req, reply) => {
       await deps.accounts.getAccount(req.params.id);
@@ -165,5 +180,34 @@ export function adminRoutes(
       await deps.accounts.revokeApiKey(req.params.id);
       return { success: true as const };
     },
+  });
+
+  r.get('/jobs/dead', {
+    schema: {
+      operationId: 'listDeadJobs',
+      tags,
+      security,
+      summary: 'List jobs whose retries ran out, newest first, with their last error',
+      querystring: DeadJobsQuery,
+      response: { 200: DeadJobList, ...adminErrors },
+    },
+    handler: async (req) => ({
+      data: await deps.deadJobs.list({
+        accountId: req.query.account_id,
+        limit: req.query.limit ?? 100,
+      }),
+    }),
+  });
+
+  r.post('/jobs/:id/retry', {
+    schema: {
+      operationId: 'retryDeadJob',
+      tags,
+      security,
+      summary: 'Put a dead job back in the queue, due now, with a fresh retry schedule',
+      params: IdParams,
+      response: { 200: RetriedJob, ...adminErrors },
+    },
+    handler: (req) => deps.deadJobs.retry(req.params.id),
   });
 }

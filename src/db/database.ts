@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import {
+  DEFAULT_MIGRATION_TABLE,
   Kysely,
   Migrator,
   sql,
@@ -189,6 +190,14 @@ export const migrations: Record<string, Migration> = {
 };
 
 /** Applies pending migrations; Kysely's migrator takes a lock, so concurrent starts are safe. */
+/** Whether the database holds a store: the migrator's table exists (the first start made it). */
+export async function storeExists(db: Db): Promise<boolean> {
+  const { rows } = await sql<{
+    found: string | null;
+  }>`SELECT to_regclass(${DEFAULT_MIGRATION_TABLE})::text AS found`.execute(db);
+  return rows[0]?.found != null;
+}
+
 export async function migrate(db: Db): Promise<void> {
   const migrator = new Migrator({
     db,

@@ -294,6 +294,10 @@ describe('admin API disabled', () => {
         { method: 'PATCH', url: '/admin/accounts/acc_x', payload: { name: 'Y' } },
         { method: 'POST', url: '/admin/accounts/acc_x/api-keys', payload: {} },
         { method: 'DELETE', url: '/admin/api-keys/key_x' },
+        { method: 'GET', url: '/admin/accounts' },
+        { method: 'GET', url: '/admin/accounts/acc_x/api-keys' },
+        { method: 'GET', url: '/admin/jobs/dead' },
+        { method: 'POST', url: '/admin/jobs/job_x/retry' },
         { method: 'GET', url: '/admin' },
       ];
       for (const opts of requests) {

@@ -1083,7 +1083,8 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /** List every account, newest first */
+        get: operations["listAccounts"];
         put?: never;
         /** Create an account */
         post: operations["createAccount"];
@@ -1118,7 +1119,8 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /** List an account's live API keys (without the keys) */
+        get: operations["listAccountApiKeys"];
         put?: never;
         /** Issue an API key (shown only in this response) */
         post: operations["createApiKey"];
@@ -1157,6 +1159,40 @@ export interface paths {
         post?: never;
         /** Revoke an API key at once */
         delete: operations["revokeApiKey"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/jobs/dead": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List jobs whose retries ran out, newest first, with their last error */
+        get: operations["listDeadJobs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/jobs/{id}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Put a dead job back in the queue, due now, with a fresh retry schedule */
+        post: operations["retryDeadJob"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -1470,6 +1506,23 @@ export interface components {
             type: "text" | "template" | "image" | "document";
             content: string | null;
             media_url: string | null;
+            /** Format: date-time */
+            created_at: string;
+        };
+        /**
+         * @example {
+         *       "id": "acc_01J9Z3Q4W7ZK4S5V2N8C6B1XQB",
+         *       "name": "Acme",
+         *       "plan": "growth",
+         *       "rate_limit_per_minute": null,
+         *       "created_at": "2026-11-27T09:30:00.000Z"
+         *     }
+         */
+        Account: {
+            id: string;
+            name: string;
+            plan: "starter" | "growth" | "enterprise";
+            rate_limit_per_minute: number | null;
             /** Format: date-time */
             created_at: string;
         };
@@ -8490,6 +8543,77 @@ export interface operations {
             };
         };
     };
+    listAccounts: {
+        parameters: {
+            query?: {
+                /** @description Page number, from 1 to 10,000,000; a page past the end is empty. */
+                page?: number;
+                /** @description Page size, at most 100. */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "acc_01J9Z3Q4W7ZK4S5V2N8C6B1XQB",
+                     *           "name": "Acme",
+                     *           "plan": "growth",
+                     *           "rate_limit_per_minute": null,
+                     *           "created_at": "2026-11-27T09:30:00.000Z"
+                     *         }
+                     *       ],
+                     *       "total": 1,
+                     *       "page": 1
+                     *     }
+                     */
+                    "application/json": {
+                        data: components["schemas"]["Account"][];
+                        total: number;
+                        page: number;
+                    };
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     createAccount: {
         parameters: {
             query?: never;
@@ -8513,6 +8637,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "acc_01J9Z3Q4W7ZK4S5V2N8C6B1XQB",
+                     *       "name": "Acme",
+                     *       "plan": "growth",
+                     *       "rate_limit_per_minute": null,
+                     *       "created_at": "2026-11-27T09:30:00.000Z"
+                     *     }
+                     */
                     "application/json": {
                         id: string;
                         name: string;
@@ -8569,6 +8702,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "acc_01J9Z3Q4W7ZK4S5V2N8C6B1XQB",
+                     *       "name": "Acme",
+                     *       "plan": "growth",
+                     *       "rate_limit_per_minute": null,
+                     *       "created_at": "2026-11-27T09:30:00.000Z"
+                     *     }
+                     */
                     "application/json": {
                         id: string;
                         name: string;
@@ -8633,6 +8775,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "acc_01J9Z3Q4W7ZK4S5V2N8C6B1XQB",
+                     *       "name": "Acme",
+                     *       "plan": "growth",
+                     *       "rate_limit_per_minute": null,
+                     *       "created_at": "2026-11-27T09:30:00.000Z"
+                     *     }
+                     */
                     "application/json": {
                         id: string;
                         name: string;
@@ -8640,6 +8791,73 @@ export interface operations {
                         rate_limit_per_minute: number | null;
                         /** Format: date-time */
                         created_at: string;
+                    };
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listAccountApiKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The account's live keys, newest first, without the keys. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "key_01J9Z3Q4W7ZK4S5V2N8C6B1XQC",
+                     *           "name": "production",
+                     *           "created_at": "2026-11-27T09:31:00.000Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": {
+                        data: {
+                            id: string;
+                            name: string | null;
+                            /** Format: date-time */
+                            created_at: string;
+                        }[];
                     };
                 };
             };
@@ -8745,6 +8963,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "email": "ada@example.com",
+                 *       "role": "admin",
+                 *       "name": "Ada Lovelace"
+                 *     }
+                 */
                 "application/json": {
                     /** Format: email */
                     email: string;
@@ -8761,6 +8986,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "user_id": "usr_01J9Z3Q4W7ZK4S5V2N8C6B1XQA",
+                     *       "invite_url": "https://inbox.example.com/app/invite#token=V3kq2bX9oN1sYt7LwR4eZc8HmA0pJdF6uGiQyTnKxE5",
+                     *       "expires_at": "2026-12-04T09:30:00.000Z"
+                     *     }
+                     */
                     "application/json": {
                         user_id: string;
                         /** @description One use; the token after `#token=` is spent by `POST /v1/invites/accept`. */
@@ -8819,6 +9051,150 @@ export interface operations {
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
+                    };
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listDeadJobs: {
+        parameters: {
+            query?: {
+                /** @description Only this account's dead jobs. */
+                account_id?: string;
+                /** @description At most this many, newest deaths first. */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "job_01J9Z3Q4W7ZK4S5V2N8C6B1XQD",
+                     *           "account_id": "acc_01J9Z3Q4W7ZK4S5V2N8C6B1XQB",
+                     *           "kind": "broadcast.send",
+                     *           "payload": {
+                     *             "v": 1,
+                     *             "broadcast_id": "bc_01J9Z3Q4W7ZK4S5V2N8C6B1XQE"
+                     *           },
+                     *           "attempts": 6,
+                     *           "died_at": "2026-11-27T10:02:00.000Z",
+                     *           "last_error": "connect ECONNREFUSED 10.0.0.7:443",
+                     *           "created_at": "2026-11-27T09:40:00.000Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": {
+                        data: {
+                            id: string;
+                            account_id: string;
+                            kind: string;
+                            payload: unknown;
+                            attempts: number;
+                            /** Format: date-time */
+                            died_at: string;
+                            last_error: string | null;
+                            /** Format: date-time */
+                            created_at: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error envelope every failure answers with. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    retryDeadJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The job, back in the queue, due now, with a fresh retry schedule. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "job_01J9Z3Q4W7ZK4S5V2N8C6B1XQD",
+                     *       "kind": "broadcast.send",
+                     *       "account_id": "acc_01J9Z3Q4W7ZK4S5V2N8C6B1XQB"
+                     *     }
+                     */
+                    "application/json": {
+                        id: string;
+                        kind: string;
+                        account_id: string;
                     };
                 };
             };
