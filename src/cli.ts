@@ -4,6 +4,7 @@ import { AccountsRepository, type KeyOwner } from './accounts/accounts.repositor
 import { ReadCache } from './db/read-cache.js';
 import { AccountsService, type Account } from './accounts/accounts.service.js';
 import { systemClock } from './clock.js';
+import { registerDemo } from './cli/demo.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import type { Db } from './db/database.js';
 import type { Plan, UserRole } from './db/schema.js';
@@ -269,6 +270,8 @@ jobs
       print(!!opts.json, job, `queued ${job.id} (${job.kind}) again`);
     }),
   );
+
+registerDemo(program);
 
 program.parseAsync().catch((err: unknown) => {
   const message =
