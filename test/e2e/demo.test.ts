@@ -40,7 +40,7 @@ describe('switchboard demo', () => {
       body: JSON.stringify({ rate_limit_per_minute: 10_000 }),
     });
     expect(raised.status).toBe(200);
-  }, 120_000);
+  }, 180_000);
 
   afterAll(async () => {
     if (service) await stopProcess(service);
@@ -135,7 +135,7 @@ describe('switchboard demo', () => {
     expect(users.data.filter((u) => u.email === 'sam.rivera@example.com')).toHaveLength(1);
     const teams = await get<Page<unknown>>('/teams?limit=100');
     expect(teams.total).toBe(1);
-  }, 180_000);
+  }, 300_000);
 
   it('says what to set when it has no key, and fails on a refused one', async () => {
     const none = await runCli({ SWITCHBOARD_API_KEY: '' }, [
@@ -154,5 +154,5 @@ describe('switchboard demo', () => {
     ]);
     expect(wrong.code).toBe(1);
     expect(wrong.stderr).toContain('the API key was refused');
-  }, 60_000);
+  }, 150_000);
 });
