@@ -43,7 +43,8 @@ export class Api {
           body: body === undefined ? undefined : JSON.stringify(body),
         });
       } catch (err) {
-        const cause = (err as { cause?: { code?: string } }).cause?.code ?? String(err);
+        const c = (err as { cause?: { code?: string; message?: string } }).cause;
+        const cause = c?.code ?? c?.message ?? String(err);
         throw new CommandError(
           `cannot reach the service at ${this.base} (${cause}): start it with \`npm start\`, or give its address with --url`,
         );
