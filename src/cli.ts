@@ -6,6 +6,7 @@ import { serve } from './main.js';
 import { openStore } from './server.js';
 import { registerAccounts } from './cli/accounts.js';
 import { describeError } from './cli/common.js';
+import { registerDemo } from './cli/demo.js';
 import { registerJobs } from './cli/jobs.js';
 import { registerListen } from './cli/listen.js';
 import { registerUsers } from './cli/users.js';
@@ -53,6 +54,8 @@ registerUsers(program);
 registerJobs(program);
 
 registerListen(program);
+
+registerDemo(program);
 
 program.parseAsync().catch((err: unknown) => {
   process.stderr.write(`switchboard: ${describeError(err)}\n`);
