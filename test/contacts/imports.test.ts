@@ -146,6 +146,62 @@ describe('POST /v1/contacts/imports', () => {
     expect((await eventsOf(acc.accountId, 'contact.updated')).length).toBe(1);
   });
 
+  it("a phone repeated many times: one event per row that changes it, in the file's order", async () => {
+    const acc = await newAccount(t);
+    const [fresh, known] = [randomPhone(), randomPhone()];
+    await acc.call({
+      method: 'POST',
+      url: '/v1/contacts',
+      payload: { phone: known, name: 'Known' },
+    });
+    const csv = [
+      'phone,name,tags',
+      `${fresh},One,a`,
+      `${known},K1,`,
+      `${fresh},Two,`,
+      `${fresh},Two,`, // changes nothing: counted updated, no event
+      `${known},K2,b`,
+      `${fresh},Three,c`,
+    ].join('\n');
+    const report = await importCsv(acc, `${csv}\n`);
+    expect(report).toMatchObject({ total_rows: 6, created: 1, updated: 5, skipped: 0, failed: 0 });
+    expect(await byPhone(acc, fresh)).toMatchObject({ name: 'Three', tags: ['c'] });
+    expect(await byPhone(acc, known)).toMatchObject({ name: 'K2', tags: ['b'] });
+    const events = await t.db
+      .selectFrom('events')
+      .select(['type', 'data'])
+      .where('account_id', '=', acc.accountId)
+      .where('type', 'in', ['contact.created', 'contact.updated'])
+      .orderBy('seq')
+      .execute();
+    const seen = events.map((e) => {
+      const c = e.data as { phone: string; name: string; tags: string[] };
+      return `${e.type} ${c.phone === fresh ? 'fresh' : 'known'} ${c.name} ${c.tags.join(';')}`;
+    });
+    expect(seen).toEqual([
+      'contact.created known Known ', // the POST before the import
+      'contact.created fresh One a',
+      'contact.updated known K1 ',
+      'contact.updated fresh Two a',
+      'contact.updated known K2 b',
+      'contact.updated fresh Three c',
+    ]);
+    const tags = await acc.call({ method: 'GET', url: '/v1/tags' });
+    expect(tags.json<{ data: { name: string }[] }>().data.map((x) => x.name)).toEqual([
+      'a',
+      'b',
+      'c',
+    ]);
+
+    const skipped = await importCsv(
+      acc,
+      `phone,name\n${known},X\n${known},Y\n`,
+      '?on_conflict=skip',
+    );
+    expect(skipped).toMatchObject({ total_rows: 2, skipped: 2, updated: 0, created: 0 });
+    expect(await byPhone(acc, known)).toMatchObject({ name: 'K2' });
+  });
+
   it('fails a row whole on one bad cell (NUL, email, stage, cell count), with its line', async () => {
     const acc = await newAccount(t);
     const rows = [

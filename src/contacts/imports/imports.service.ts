@@ -39,7 +39,7 @@ export interface ImportReport extends ImportCounts {
 }
 
 /** Rows written per transaction (one statement each for the lookup, inserts and updates). */
-const BATCH_ROWS = 1000;
+const BATCH_ROWS = 2000;
 
 /** Contacts read per statement of an export. */
 const EXPORT_PAGE_ROWS = 2000;
@@ -229,6 +229,8 @@ export class ContactImportsService {
   /**
    * One transaction: the batch's rows written (the existing contacts locked and updated in one
    * statement, the new ones inserted in one), their events and tags, and the import's counts.
+   * A phone repeated in the batch is folded here: its later rows update what its earlier ones
+   * made, each with its own event, and the contact is written once with the last values.
    */
   private async writeBatch(
     scope: Scope,
@@ -238,74 +240,103 @@ export class ContactImportsService {
     status?: 'completed' | 'failed',
   ): Promise<void> {
     const { accountId } = scope;
-    const counts = { ...batch.counts };
-    const errors = [...batch.errors];
     const changed: string[] = [];
     try {
       await this.deps.tx.run(scope, async (trx) => {
         const now = this.deps.clock.now();
+        const counts = { ...batch.counts };
+        const errors = [...batch.errors];
         counts.total_rows += batch.rows.length;
-        const events: { type: 'contact.created' | 'contact.updated'; data: Contact }[] = [];
-        const tags = new Set<string>();
-        // A phone repeated in the file updates the contact its earlier row made: the rows go
-        // in rounds (each phone's first row, then its second...), each round seeing the last.
-        for (const round of rounds(batch.rows)) {
-          const existing = await this.deps.contacts.lockManyByPhone(
-            trx,
-            accountId,
-            round.map((r) => r.phone),
-            'no key update',
-          );
-          const byPhone = new Map(existing.map((c) => [c.phone!, c]));
-          const creates: { row: ContactRow; line: number }[] = [];
-          const updates: ContactValues[] = [];
-          for (const row of round) {
-            const found = byPhone.get(row.phone);
-            if (!found) {
-              creates.push({ row: newContact(accountId, row, now), line: row.line });
-              continue;
-            }
+        const byPhone = groupByPhone(batch.rows);
+        const existing = await this.deps.contacts.lockManyByPhone(
+          trx,
+          accountId,
+          [...byPhone.keys()],
+          'no key update',
+        );
+        const found = new Map(existing.map((c) => [c.phone!, c]));
+        const creates: ContactRow[] = [];
+        const updates: ContactValues[] = [];
+        /** Each phone's events, in its rows' order. */
+        const eventsOf = new Map<string, ImportEvent[]>();
+        for (const [phone, rows] of byPhone) {
+          const events: ImportEvent[] = [];
+          eventsOf.set(phone, events);
+          const before = found.get(phone);
+          let current: ContactRow;
+          let rest: ImportRow[];
+          if (before) {
+            current = before;
+            rest = rows;
+          } else {
+            current = newContact(accountId, rows[0]!, now);
+            creates.push(current);
+            events.push({
+              type: 'contact.created',
+              data: toContact(current, []),
+              line: rows[0]!.line,
+            });
+            rest = rows.slice(1);
+          }
+          const identities = before?.identities ?? [];
+          for (const row of rest) {
             if (onConflict === 'skip') {
               counts.skipped++;
               continue;
             }
             counts.updated++;
-            const values = applyRow(found, row);
-            if (!differs(found, values)) continue;
-            updates.push(values);
-            changed.push(found.id);
-            for (const tag of values.tags) tags.add(tag);
+            const values = applyRow(current, row);
+            if (!differs(current, values)) continue;
+            current = { ...current, ...values, updated_at: now };
             events.push({
               type: 'contact.updated',
-              data: toContact({ ...found, ...values, updated_at: now }, found.identities),
+              data: toContact(current, identities),
+              line: row.line,
             });
           }
-          const inserted = await this.deps.contacts.insertManyIfPhoneFree(
-            trx,
-            creates.map((c) => c.row),
-          );
-          for (const { row, line } of creates) {
-            if (!inserted.has(row.id)) {
-              // Taken by a contact created since this batch looked (a message, a request).
-              counts.failed++;
+          if (before && current !== before) {
+            updates.push(valuesOf(current));
+            changed.push(before.id);
+          } else if (!before && current !== creates.at(-1)) {
+            creates[creates.length - 1] = current;
+          }
+        }
+        const inserted = await this.deps.contacts.insertManyIfPhoneFree(trx, creates);
+        const tags = new Set<string>();
+        const events: { type: ImportEvent['type']; data: Contact; line: number }[] = [];
+        for (const row of creates) {
+          const rows = byPhone.get(row.phone!)!;
+          if (!inserted.has(row.id)) {
+            // Taken by a contact created since this batch looked (a message, a request): the
+            // phone's rows are refused, each reported, and its events dropped with them.
+            for (const r of rows) {
               errors.push({
-                line,
+                line: r.line,
                 field: 'phone',
                 issue: 'was taken meanwhile; import the row again',
               });
-              continue;
             }
-            counts.created++;
-            for (const tag of row.tags) tags.add(tag);
-            events.push({ type: 'contact.created', data: toContact(row, []) });
+            counts.failed += rows.length;
+            counts.updated -= onConflict === 'skip' ? 0 : rows.length - 1;
+            counts.skipped -= onConflict === 'skip' ? rows.length - 1 : 0;
+            eventsOf.delete(row.phone!);
+            continue;
           }
-          await this.deps.imports.updateMany(trx, accountId, updates, now);
+          counts.created++;
         }
+        // Every tag a row gave, even one a later row of its phone replaced.
+        for (const list of eventsOf.values()) {
+          for (const e of list) for (const tag of e.data.tags) tags.add(tag);
+          events.push(...list);
+        }
+        // The events in the file's order, as the rows came.
+        events.sort((a, b) => a.line - b.line);
+        await this.deps.imports.updateMany(trx, accountId, updates, now);
         await this.deps.contacts.addTags(trx, accountId, [...tags].sort(), now);
         await this.deps.outbox.recordMany(
           trx,
           accountId,
-          events.map((e) => ({ ...e, actor: scope.actor })),
+          events.map((e) => ({ type: e.type, data: e.data, actor: scope.actor })),
         );
         await this.deps.imports.progress(trx, accountId, id, counts, errors, now, status);
       });
@@ -315,16 +346,32 @@ export class ContactImportsService {
   }
 }
 
-/** The rows in rounds: each phone's first row in the first round, its second in the next... */
-function rounds(rows: ImportRow[]): ImportRow[][] {
-  const out: ImportRow[][] = [];
-  const seen = new Map<string, number>();
+interface ImportEvent {
+  type: 'contact.created' | 'contact.updated';
+  data: Contact;
+  line: number;
+}
+
+/** The rows by phone, each phone's in the file's order. */
+function groupByPhone(rows: ImportRow[]): Map<string, ImportRow[]> {
+  const out = new Map<string, ImportRow[]>();
   for (const row of rows) {
-    const n = seen.get(row.phone) ?? 0;
-    seen.set(row.phone, n + 1);
-    (out[n] ??= []).push(row);
+    const list = out.get(row.phone);
+    if (list) list.push(row);
+    else out.set(row.phone, [row]);
   }
   return out;
+}
+
+function valuesOf(c: ContactRow): ContactValues {
+  return {
+    id: c.id,
+    name: c.name,
+    email: c.email,
+    tags: c.tags,
+    lifecycle_stage: c.lifecycle_stage,
+    custom_fields: c.custom_fields,
+  };
 }
 
 /** The header of the file, checked (a 422 when it is not one, or names an unknown column). */
