@@ -1,3 +1,4 @@
+import { scheduleImportSweep } from './contacts/imports/imports.service.js';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { buildApp } from './app.js';
 import { type Services } from './services.js';
@@ -157,6 +158,9 @@ export async function startService(
   const stopPruning = roles.workers
     ? schedulePruning({ db: store.db, clock: systemClock, log: app.log })
     : null;
+  const stopImportSweep = roles.workers
+    ? scheduleImportSweep(services.contactImports, app.log)
+    : null;
   const stopRetention = roles.workers
     ? scheduleRetention({ db: store.db, clock: systemClock, log: app.log }, [
         ...inboundPruneTasks,
@@ -169,6 +173,7 @@ export async function startService(
     stop: async () => {
       stopPruning?.();
       stopRetention?.();
+      stopImportSweep?.();
       await Promise.all([app.close(), runner?.stop(), dispatcher?.stop()]);
       await Promise.all([rateLimiter.close(), feed?.stop()]);
     },

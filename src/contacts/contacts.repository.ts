@@ -44,6 +44,12 @@ export interface ContactChanges {
   updated_at: Date;
 }
 
+/** A contact as an export writes it, with its keyset cursor's time. */
+export type ExportRow = Pick<
+  ContactRow,
+  'id' | 'phone' | 'name' | 'email' | 'tags' | 'lifecycle_stage' | 'custom_fields'
+> & { cursor_at: string };
+
 export class ContactsRepository {
   constructor(private readonly db: Db) {}
 
@@ -183,10 +189,11 @@ export class ContactsRepository {
     filter: ContactFilter,
     cursor: ContactCursor | null,
     limit: number,
-  ): Promise<(ContactRow & { cursor_at: string })[]> {
-    // The cursor's time as PostgreSQL writes it: microseconds, which a Date would lose.
+  ): Promise<ExportRow[]> {
+    // The cursor's time as PostgreSQL writes it: microseconds, which a Date would lose. Only
+    // the exported columns: two dates parsed a row cost a sixth of an export's time.
     return this.filtered(accountId, filter)
-      .select(CONTACT_COLUMNS)
+      .select(['id', 'phone', 'name', 'email', 'tags', 'lifecycle_stage', 'custom_fields'])
       .select(sql<string>`created_at::text`.as('cursor_at'))
       .$if(cursor !== null, (q) =>
         q.where(

@@ -19,13 +19,14 @@ import {
   type Column,
   type ImportRow,
 } from './import-columns.js';
-import type {
-  ContactImportsRepository,
+import {
+  ImportEnded,
+  type ContactImportsRepository,
   ContactValues,
-  ImportCounts,
-  ImportError,
-  ImportRecord,
-  OnConflict,
+  type ImportCounts,
+  type ImportError,
+  type ImportRecord,
+  type OnConflict,
 } from './imports.repository.js';
 
 /** What `GET /v1/contacts/imports/{id}` answers. */
@@ -42,9 +43,17 @@ export interface ImportReport extends ImportCounts {
 const BATCH_ROWS = 2000;
 
 /** Contacts read per statement of an export. */
-const EXPORT_PAGE_ROWS = 2000;
+const EXPORT_PAGE_ROWS = 5000;
 /** The phone (always `+` and digits) is written without the formula escape. */
 const PLAIN_CELLS = new Set([0]);
+
+/** How often a running import tells the database it is alive (between its batches too). */
+const HEARTBEAT_MS = 10_000;
+/** An import `processing` without a heartbeat for this long was interrupted (its process stopped). */
+const STALE_MS = 60_000;
+/** The reason an interrupted import's report gives. */
+export const INTERRUPTED =
+  'interrupted: the service stopped before the import ended; the counts are the rows written, import the file again for the rest';
 
 const noCounts = (): ImportCounts => ({
   total_rows: 0,
@@ -77,8 +86,25 @@ export class ContactImportsService {
       /** Told of an import that stopped on an error of ours. */
       onError?: (err: unknown) => void;
       batchRows?: number;
+      /** HEARTBEAT_MS and STALE_MS, shorter in tests. */
+      heartbeatMs?: number;
+      staleAfterMs?: number;
     },
   ) {}
+
+  /**
+   * Marks failed, with the reason, every import whose process stopped (no heartbeat for
+   * STALE_MS): the file was on that process's disk, so it cannot be resumed elsewhere. Run by
+   * the workers when the service starts and every minute (scheduleImportSweep).
+   */
+  async sweep(): Promise<number> {
+    const now = this.deps.clock.now();
+    return this.deps.imports.failStale(this.staleBefore(now), now, INTERRUPTED);
+  }
+
+  private staleBefore(now: Date): Date {
+    return new Date(now.getTime() - (this.deps.staleAfterMs ?? STALE_MS));
+  }
 
   get maxBytes(): number {
     return this.deps.maxBytes;
@@ -152,7 +178,14 @@ export class ContactImportsService {
   }
 
   async get(scope: Scope, id: string): Promise<ImportReport> {
-    const found = await this.deps.imports.find(scope.accountId, id);
+    let found = await this.deps.imports.find(scope.accountId, id);
+    if (found?.record.status === 'processing') {
+      // Interrupted before the sweep came by: said so now rather than `processing` for ever.
+      const now = this.deps.clock.now();
+      const one = { accountId: scope.accountId, id };
+      if (await this.deps.imports.failStale(this.staleBefore(now), now, INTERRUPTED, one))
+        found = await this.deps.imports.find(scope.accountId, id);
+    }
     if (!found) throw new NotFound('import', id);
     const { record, errors } = found;
     return {
@@ -188,6 +221,12 @@ export class ContactImportsService {
       errors = [];
       await this.writeBatch(scope, id, onConflict, batch, status);
     };
+    const beat = setInterval(() => {
+      this.deps.imports
+        .heartbeat(scope.accountId, id, this.deps.clock.now())
+        .catch((err: unknown) => this.deps.onError?.(err));
+    }, this.deps.heartbeatMs ?? HEARTBEAT_MS);
+    beat.unref();
     try {
       let header = true;
       for await (const records of readCsv(createReadStream(file))) {
@@ -210,6 +249,8 @@ export class ContactImportsService {
       }
       await flush('completed');
     } catch (err) {
+      // Declared interrupted meanwhile (no heartbeat for too long): its report says so.
+      if (err instanceof ImportEnded) return;
       if (!(err instanceof CsvSyntaxError)) {
         await this.deps.imports.progress(
           this.deps.tx.db,
@@ -223,6 +264,8 @@ export class ContactImportsService {
         throw err;
       }
       await flush('failed', [{ line: err.line, field: 'file', issue: err.message }]);
+    } finally {
+      clearInterval(beat);
     }
   }
 
@@ -426,4 +469,31 @@ function differs(contact: ContactRow, values: ContactValues): boolean {
     JSON.stringify(values.tags) !== JSON.stringify(contact.tags) ||
     Object.entries(values.custom_fields).some(([k, v]) => contact.custom_fields[k] !== v)
   );
+}
+
+/**
+ * The sweep of interrupted imports (ContactImportsService.sweep), now and every `everyMs`; the
+ * returned function stops it. Run by the workers.
+ */
+export function scheduleImportSweep(
+  imports: Pick<ContactImportsService, 'sweep'>,
+  log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void },
+  everyMs = STALE_MS,
+): () => void {
+  let running = false;
+  const run = () => {
+    if (running) return;
+    running = true;
+    imports
+      .sweep()
+      .then((n) => {
+        if (n > 0) log.info({ imports: n }, 'contact imports interrupted by a stop marked failed');
+      })
+      .catch((err: unknown) => log.warn({ err }, 'the sweep of interrupted imports failed'))
+      .finally(() => (running = false));
+  };
+  run();
+  const timer = setInterval(run, everyMs);
+  timer.unref();
+  return () => clearInterval(timer);
 }
