@@ -1,5 +1,6 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { scheduleImportSweep } from './contacts/imports/imports.service.js';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { buildApp } from './app.js';
 import { type Services } from './services.js';
@@ -187,6 +188,9 @@ export async function startService(
   const stopPruning = roles.workers
     ? schedulePruning({ db: store.db, clock: systemClock, log: app.log })
     : null;
+  const stopImportSweep = roles.workers
+    ? scheduleImportSweep(services.contactImports, app.log)
+    : null;
   const stopRetention = roles.workers
     ? scheduleRetention({ db: store.db, clock: systemClock, log: app.log }, [
         ...inboundPruneTasks,
@@ -199,6 +203,7 @@ export async function startService(
     stop: async () => {
       stopPruning?.();
       stopRetention?.();
+      stopImportSweep?.();
       await Promise.all([app.close(), runner?.stop(), dispatcher?.stop()]);
       await Promise.all([rateLimiter.close(), feed?.stop()]);
     },

@@ -44,6 +44,12 @@ export interface ContactChanges {
   updated_at: Date;
 }
 
+/** A contact as an export writes it, with its keyset cursor's time. */
+export type ExportRow = Pick<
+  ContactRow,
+  'id' | 'phone' | 'name' | 'email' | 'tags' | 'lifecycle_stage' | 'custom_fields'
+> & { cursor_at: string };
+
 export class ContactsRepository {
   constructor(private readonly db: Db) {}
 
@@ -183,10 +189,11 @@ export class ContactsRepository {
     filter: ContactFilter,
     cursor: ContactCursor | null,
     limit: number,
-  ): Promise<(ContactRow & { cursor_at: string })[]> {
-    // The cursor's time as PostgreSQL writes it: microseconds, which a Date would lose.
+  ): Promise<ExportRow[]> {
+    // The cursor's time as PostgreSQL writes it: microseconds, which a Date would lose. Only
+    // the exported columns: two dates parsed a row cost a sixth of an export's time.
     return this.filtered(accountId, filter)
-      .select(CONTACT_COLUMNS)
+      .select(['id', 'phone', 'name', 'email', 'tags', 'lifecycle_stage', 'custom_fields'])
       .select(sql<string>`created_at::text`.as('cursor_at'))
       .$if(cursor !== null, (q) =>
         q.where(
@@ -229,16 +236,31 @@ export class ContactsRepository {
    */
   async insertManyIfPhoneFree(trx: Tx, rows: ContactRow[]): Promise<Set<string>> {
     if (rows.length === 0) return new Set();
-    const sorted = [...rows].sort((a, b) =>
-      a.phone! < b.phone! ? -1 : a.phone! > b.phone! ? 1 : 0,
-    );
-    const inserted = await trx
-      .insertInto('contacts')
-      .values(sorted.map((row) => ({ ...row, custom_fields: JSON.stringify(row.custom_fields) })))
-      .onConflict((oc) => oc.columns(['account_id', 'phone']).doNothing())
-      .returning('id')
-      .execute();
-    return new Set(inserted.map((r) => r.id));
+    const accountId = rows[0]!.account_id;
+    // One JSON parameter rather than ten a row: a statement of 10,000 parameters cost the
+    // import of 1,000 rows twice the time of the same rows read from one document.
+    const values = rows.map((r) => ({
+      id: r.id,
+      phone: r.phone,
+      name: r.name,
+      email: r.email,
+      tags: r.tags,
+      lifecycle_stage: r.lifecycle_stage,
+      custom_fields: r.custom_fields,
+      created_at: r.created_at,
+      updated_at: r.updated_at,
+    }));
+    const inserted = await sql<{ id: string }>`
+      INSERT INTO contacts (account_id, id, phone, name, email, tags, lifecycle_stage, custom_fields, created_at, updated_at)
+      SELECT ${accountId}, v.id, v.phone, v.name, v.email, v.tags, v.lifecycle_stage, v.custom_fields,
+             v.created_at, v.updated_at
+      FROM jsonb_to_recordset(${JSON.stringify(values)}::jsonb) AS v(id text, phone text, name text,
+        email text, tags text[], lifecycle_stage text, custom_fields jsonb, created_at timestamptz,
+        updated_at timestamptz)
+      ORDER BY v.phone COLLATE "C"
+      ON CONFLICT (account_id, phone) DO NOTHING
+      RETURNING id`.execute(trx);
+    return new Set(inserted.rows.map((r) => r.id));
   }
 
   /**

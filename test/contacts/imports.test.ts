@@ -2,7 +2,13 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import net from 'node:net';
 import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'kysely';
 import { receiveCsv } from '../../src/contacts/imports/csv-body.js';
+import {
+  ContactImportsRepository,
+  ImportEnded,
+} from '../../src/contacts/imports/imports.repository.js';
+import { INTERRUPTED, scheduleImportSweep } from '../../src/contacts/imports/imports.service.js';
 import { AppError } from '../../src/errors.js';
 import {
   newAccount,
@@ -144,6 +150,62 @@ describe('POST /v1/contacts/imports', () => {
     expect(await byPhone(acc, phone)).toMatchObject({ name: 'First', email: 'a@b.co' });
     expect((await eventsOf(acc.accountId, 'contact.created')).length).toBe(1);
     expect((await eventsOf(acc.accountId, 'contact.updated')).length).toBe(1);
+  });
+
+  it("a phone repeated many times: one event per row that changes it, in the file's order", async () => {
+    const acc = await newAccount(t);
+    const [fresh, known] = [randomPhone(), randomPhone()];
+    await acc.call({
+      method: 'POST',
+      url: '/v1/contacts',
+      payload: { phone: known, name: 'Known' },
+    });
+    const csv = [
+      'phone,name,tags',
+      `${fresh},One,a`,
+      `${known},K1,`,
+      `${fresh},Two,`,
+      `${fresh},Two,`, // changes nothing: counted updated, no event
+      `${known},K2,b`,
+      `${fresh},Three,c`,
+    ].join('\n');
+    const report = await importCsv(acc, `${csv}\n`);
+    expect(report).toMatchObject({ total_rows: 6, created: 1, updated: 5, skipped: 0, failed: 0 });
+    expect(await byPhone(acc, fresh)).toMatchObject({ name: 'Three', tags: ['c'] });
+    expect(await byPhone(acc, known)).toMatchObject({ name: 'K2', tags: ['b'] });
+    const events = await t.db
+      .selectFrom('events')
+      .select(['type', 'data'])
+      .where('account_id', '=', acc.accountId)
+      .where('type', 'in', ['contact.created', 'contact.updated'])
+      .orderBy('seq')
+      .execute();
+    const seen = events.map((e) => {
+      const c = e.data as { phone: string; name: string; tags: string[] };
+      return `${e.type} ${c.phone === fresh ? 'fresh' : 'known'} ${c.name} ${c.tags.join(';')}`;
+    });
+    expect(seen).toEqual([
+      'contact.created known Known ', // the POST before the import
+      'contact.created fresh One a',
+      'contact.updated known K1 ',
+      'contact.updated fresh Two a',
+      'contact.updated known K2 b',
+      'contact.updated fresh Three c',
+    ]);
+    const tags = await acc.call({ method: 'GET', url: '/v1/tags' });
+    expect(tags.json<{ data: { name: string }[] }>().data.map((x) => x.name)).toEqual([
+      'a',
+      'b',
+      'c',
+    ]);
+
+    const skipped = await importCsv(
+      acc,
+      `phone,name\n${known},X\n${known},Y\n`,
+      '?on_conflict=skip',
+    );
+    expect(skipped).toMatchObject({ total_rows: 2, skipped: 2, updated: 0, created: 0 });
+    expect(await byPhone(acc, known)).toMatchObject({ name: 'K2' });
   });
 
   it('fails a row whole on one bad cell (NUL, email, stage, cell count), with its line', async () => {
@@ -359,5 +421,87 @@ describe('an import body that stops arriving ends with 408', () => {
     const answer = await send('phone\n+14155550100\n', 19);
     expect(answer).toMatch(/^HTTP\/1\.1 200 /);
     expect(answer).toContain('"size":19');
+  });
+});
+
+describe('an import interrupted by a stop', () => {
+  /** An import as a killed process leaves it: `processing`, its heartbeat `ageMs` old. */
+  async function leftProcessing(acc: TestAccount, ageMs: number): Promise<string> {
+    const id = `imp_left${Math.random().toString(36).slice(2, 12)}`;
+    const at = new Date(Date.now() - ageMs);
+    await sql`
+      INSERT INTO contact_imports (account_id, id, status, on_conflict, total_rows, created, created_at, updated_at, heartbeat_at)
+      VALUES (${acc.accountId}, ${id}, 'processing', 'update', 2000, 2000, ${at}, ${at}, ${at})`.execute(
+      t.db,
+    );
+    return id;
+  }
+
+  it('is marked failed with its reason by the sweep; a running one is left', async () => {
+    const acc = await newAccount(t);
+    const stale = await leftProcessing(acc, 5 * 60_000);
+    const alive = await leftProcessing(acc, 1_000);
+    expect(await t.services.contactImports.sweep()).toBeGreaterThanOrEqual(1);
+    const report = await acc.call({ method: 'GET', url: `/v1/contacts/imports/${stale}` });
+    expect(report.json()).toMatchObject({
+      status: 'failed',
+      total_rows: 2000,
+      created: 2000,
+      errors: [{ line: 0, field: 'import', issue: INTERRUPTED }],
+    });
+    const running = await acc.call({ method: 'GET', url: `/v1/contacts/imports/${alive}` });
+    expect(running.json()).toMatchObject({ status: 'processing', errors: [] });
+    await sql`DELETE FROM contact_imports WHERE id = ${alive}`.execute(t.db);
+  });
+
+  it('reads as failed once its heartbeat is stale, before any sweep', async () => {
+    const acc = await newAccount(t);
+    const stale = await leftProcessing(acc, 5 * 60_000);
+    const report = await acc.call({ method: 'GET', url: `/v1/contacts/imports/${stale}` });
+    expect(report.json()).toMatchObject({ status: 'failed', errors: [{ issue: INTERRUPTED }] });
+  });
+
+  it('the workers sweep when they start', async () => {
+    const acc = await newAccount(t);
+    const stale = await leftProcessing(acc, 5 * 60_000);
+    const stop = scheduleImportSweep(t.services.contactImports, { info: () => {}, warn: () => {} });
+    try {
+      await expect
+        .poll(async () => {
+          const rows = await sql<{ status: string }>`
+            SELECT status FROM contact_imports WHERE id = ${stale}`.execute(t.db);
+          return rows.rows[0]?.status;
+        })
+        .toBe('failed');
+    } finally {
+      stop();
+    }
+  });
+
+  it('a live import keeps its heartbeat; one declared interrupted stops and writes no more', async () => {
+    const acc = await newAccount(t);
+    const res = await post(acc, `phone,name\n${randomPhone()},A\n`);
+    const { id } = res.json<{ id: string }>();
+    await t.services.contactImports.settled();
+    const rows = await sql<{ heartbeat_at: Date | null }>`
+      SELECT heartbeat_at FROM contact_imports WHERE id = ${id}`.execute(t.db);
+    expect(rows.rows[0]!.heartbeat_at).toBeInstanceOf(Date);
+    // A batch of an import the sweep already failed rolls back.
+    const failed = await leftProcessing(acc, 5 * 60_000);
+    await t.services.contactImports.sweep();
+    await expect(
+      t.db
+        .transaction()
+        .execute((trx) =>
+          new ContactImportsRepository(t.db).progress(
+            trx,
+            acc.accountId,
+            failed,
+            { total_rows: 1, created: 1, updated: 0, skipped: 0, failed: 0 },
+            [],
+            new Date(),
+          ),
+        ),
+    ).rejects.toBeInstanceOf(ImportEnded);
   });
 });

@@ -19,13 +19,14 @@ import {
   type Column,
   type ImportRow,
 } from './import-columns.js';
-import type {
-  ContactImportsRepository,
+import {
+  ImportEnded,
+  type ContactImportsRepository,
   ContactValues,
-  ImportCounts,
-  ImportError,
-  ImportRecord,
-  OnConflict,
+  type ImportCounts,
+  type ImportError,
+  type ImportRecord,
+  type OnConflict,
 } from './imports.repository.js';
 
 /** What `GET /v1/contacts/imports/{id}` answers. */
@@ -39,12 +40,20 @@ export interface ImportReport extends ImportCounts {
 }
 
 /** Rows written per transaction (one statement each for the lookup, inserts and updates). */
-const BATCH_ROWS = 1000;
+const BATCH_ROWS = 2000;
 
 /** Contacts read per statement of an export. */
-const EXPORT_PAGE_ROWS = 2000;
+const EXPORT_PAGE_ROWS = 5000;
 /** The phone (always `+` and digits) is written without the formula escape. */
 const PLAIN_CELLS = new Set([0]);
+
+/** How often a running import tells the database it is alive (between its batches too). */
+const HEARTBEAT_MS = 10_000;
+/** An import `processing` without a heartbeat for this long was interrupted (its process stopped). */
+const STALE_MS = 60_000;
+/** The reason an interrupted import's report gives. */
+export const INTERRUPTED =
+  'interrupted: the service stopped before the import ended; the counts are the rows written, import the file again for the rest';
 
 const noCounts = (): ImportCounts => ({
   total_rows: 0,
@@ -77,8 +86,25 @@ export class ContactImportsService {
       /** Told of an import that stopped on an error of ours. */
       onError?: (err: unknown) => void;
       batchRows?: number;
+      /** HEARTBEAT_MS and STALE_MS, shorter in tests. */
+      heartbeatMs?: number;
+      staleAfterMs?: number;
     },
   ) {}
+
+  /**
+   * Marks failed, with the reason, every import whose process stopped (no heartbeat for
+   * STALE_MS): the file was on that process's disk, so it cannot be resumed elsewhere. Run by
+   * the workers when the service starts and every minute (scheduleImportSweep).
+   */
+  async sweep(): Promise<number> {
+    const now = this.deps.clock.now();
+    return this.deps.imports.failStale(this.staleBefore(now), now, INTERRUPTED);
+  }
+
+  private staleBefore(now: Date): Date {
+    return new Date(now.getTime() - (this.deps.staleAfterMs ?? STALE_MS));
+  }
 
   get maxBytes(): number {
     return this.deps.maxBytes;
@@ -152,7 +178,14 @@ export class ContactImportsService {
   }
 
   async get(scope: Scope, id: string): Promise<ImportReport> {
-    const found = await this.deps.imports.find(scope.accountId, id);
+    let found = await this.deps.imports.find(scope.accountId, id);
+    if (found?.record.status === 'processing') {
+      // Interrupted before the sweep came by: said so now rather than `processing` for ever.
+      const now = this.deps.clock.now();
+      const one = { accountId: scope.accountId, id };
+      if (await this.deps.imports.failStale(this.staleBefore(now), now, INTERRUPTED, one))
+        found = await this.deps.imports.find(scope.accountId, id);
+    }
     if (!found) throw new NotFound('import', id);
     const { record, errors } = found;
     return {
@@ -188,6 +221,12 @@ export class ContactImportsService {
       errors = [];
       await this.writeBatch(scope, id, onConflict, batch, status);
     };
+    const beat = setInterval(() => {
+      this.deps.imports
+        .heartbeat(scope.accountId, id, this.deps.clock.now())
+        .catch((err: unknown) => this.deps.onError?.(err));
+    }, this.deps.heartbeatMs ?? HEARTBEAT_MS);
+    beat.unref();
     try {
       let header = true;
       for await (const records of readCsv(createReadStream(file))) {
@@ -210,6 +249,8 @@ export class ContactImportsService {
       }
       await flush('completed');
     } catch (err) {
+      // Declared interrupted meanwhile (no heartbeat for too long): its report says so.
+      if (err instanceof ImportEnded) return;
       if (!(err instanceof CsvSyntaxError)) {
         await this.deps.imports.progress(
           this.deps.tx.db,
@@ -223,12 +264,16 @@ export class ContactImportsService {
         throw err;
       }
       await flush('failed', [{ line: err.line, field: 'file', issue: err.message }]);
+    } finally {
+      clearInterval(beat);
     }
   }
 
   /**
    * One transaction: the batch's rows written (the existing contacts locked and updated in one
    * statement, the new ones inserted in one), their events and tags, and the import's counts.
+   * A phone repeated in the batch is folded here: its later rows update what its earlier ones
+   * made, each with its own event, and the contact is written once with the last values.
    */
   private async writeBatch(
     scope: Scope,
@@ -238,74 +283,103 @@ export class ContactImportsService {
     status?: 'completed' | 'failed',
   ): Promise<void> {
     const { accountId } = scope;
-    const counts = { ...batch.counts };
-    const errors = [...batch.errors];
     const changed: string[] = [];
     try {
       await this.deps.tx.run(scope, async (trx) => {
         const now = this.deps.clock.now();
+        const counts = { ...batch.counts };
+        const errors = [...batch.errors];
         counts.total_rows += batch.rows.length;
-        const events: { type: 'contact.created' | 'contact.updated'; data: Contact }[] = [];
-        const tags = new Set<string>();
-        // A phone repeated in the file updates the contact its earlier row made: the rows go
-        // in rounds (each phone's first row, then its second...), each round seeing the last.
-        for (const round of rounds(batch.rows)) {
-          const existing = await this.deps.contacts.lockManyByPhone(
-            trx,
-            accountId,
-            round.map((r) => r.phone),
-            'no key update',
-          );
-          const byPhone = new Map(existing.map((c) => [c.phone!, c]));
-          const creates: { row: ContactRow; line: number }[] = [];
-          const updates: ContactValues[] = [];
-          for (const row of round) {
-            const found = byPhone.get(row.phone);
-            if (!found) {
-              creates.push({ row: newContact(accountId, row, now), line: row.line });
-              continue;
-            }
+        const byPhone = groupByPhone(batch.rows);
+        const existing = await this.deps.contacts.lockManyByPhone(
+          trx,
+          accountId,
+          [...byPhone.keys()],
+          'no key update',
+        );
+        const found = new Map(existing.map((c) => [c.phone!, c]));
+        const creates: ContactRow[] = [];
+        const updates: ContactValues[] = [];
+        /** Each phone's events, in its rows' order. */
+        const eventsOf = new Map<string, ImportEvent[]>();
+        for (const [phone, rows] of byPhone) {
+          const events: ImportEvent[] = [];
+          eventsOf.set(phone, events);
+          const before = found.get(phone);
+          let current: ContactRow;
+          let rest: ImportRow[];
+          if (before) {
+            current = before;
+            rest = rows;
+          } else {
+            current = newContact(accountId, rows[0]!, now);
+            creates.push(current);
+            events.push({
+              type: 'contact.created',
+              data: toContact(current, []),
+              line: rows[0]!.line,
+            });
+            rest = rows.slice(1);
+          }
+          const identities = before?.identities ?? [];
+          for (const row of rest) {
             if (onConflict === 'skip') {
               counts.skipped++;
               continue;
             }
             counts.updated++;
-            const values = applyRow(found, row);
-            if (!differs(found, values)) continue;
-            updates.push(values);
-            changed.push(found.id);
-            for (const tag of values.tags) tags.add(tag);
+            const values = applyRow(current, row);
+            if (!differs(current, values)) continue;
+            current = { ...current, ...values, updated_at: now };
             events.push({
               type: 'contact.updated',
-              data: toContact({ ...found, ...values, updated_at: now }, found.identities),
+              data: toContact(current, identities),
+              line: row.line,
             });
           }
-          const inserted = await this.deps.contacts.insertManyIfPhoneFree(
-            trx,
-            creates.map((c) => c.row),
-          );
-          for (const { row, line } of creates) {
-            if (!inserted.has(row.id)) {
-              // Taken by a contact created since this batch looked (a message, a request).
-              counts.failed++;
+          if (before && current !== before) {
+            updates.push(valuesOf(current));
+            changed.push(before.id);
+          } else if (!before && current !== creates.at(-1)) {
+            creates[creates.length - 1] = current;
+          }
+        }
+        const inserted = await this.deps.contacts.insertManyIfPhoneFree(trx, creates);
+        const tags = new Set<string>();
+        const events: { type: ImportEvent['type']; data: Contact; line: number }[] = [];
+        for (const row of creates) {
+          const rows = byPhone.get(row.phone!)!;
+          if (!inserted.has(row.id)) {
+            // Taken by a contact created since this batch looked (a message, a request): the
+            // phone's rows are refused, each reported, and its events dropped with them.
+            for (const r of rows) {
               errors.push({
-                line,
+                line: r.line,
                 field: 'phone',
                 issue: 'was taken meanwhile; import the row again',
               });
-              continue;
             }
-            counts.created++;
-            for (const tag of row.tags) tags.add(tag);
-            events.push({ type: 'contact.created', data: toContact(row, []) });
+            counts.failed += rows.length;
+            counts.updated -= onConflict === 'skip' ? 0 : rows.length - 1;
+            counts.skipped -= onConflict === 'skip' ? rows.length - 1 : 0;
+            eventsOf.delete(row.phone!);
+            continue;
           }
-          await this.deps.imports.updateMany(trx, accountId, updates, now);
+          counts.created++;
         }
+        // Every tag a row gave, even one a later row of its phone replaced.
+        for (const list of eventsOf.values()) {
+          for (const e of list) for (const tag of e.data.tags) tags.add(tag);
+          events.push(...list);
+        }
+        // The events in the file's order, as the rows came.
+        events.sort((a, b) => a.line - b.line);
+        await this.deps.imports.updateMany(trx, accountId, updates, now);
         await this.deps.contacts.addTags(trx, accountId, [...tags].sort(), now);
         await this.deps.outbox.recordMany(
           trx,
           accountId,
-          events.map((e) => ({ ...e, actor: scope.actor })),
+          events.map((e) => ({ type: e.type, data: e.data, actor: scope.actor })),
         );
         await this.deps.imports.progress(trx, accountId, id, counts, errors, now, status);
       });
@@ -315,16 +389,32 @@ export class ContactImportsService {
   }
 }
 
-/** The rows in rounds: each phone's first row in the first round, its second in the next... */
-function rounds(rows: ImportRow[]): ImportRow[][] {
-  const out: ImportRow[][] = [];
-  const seen = new Map<string, number>();
+interface ImportEvent {
+  type: 'contact.created' | 'contact.updated';
+  data: Contact;
+  line: number;
+}
+
+/** The rows by phone, each phone's in the file's order. */
+function groupByPhone(rows: ImportRow[]): Map<string, ImportRow[]> {
+  const out = new Map<string, ImportRow[]>();
   for (const row of rows) {
-    const n = seen.get(row.phone) ?? 0;
-    seen.set(row.phone, n + 1);
-    (out[n] ??= []).push(row);
+    const list = out.get(row.phone);
+    if (list) list.push(row);
+    else out.set(row.phone, [row]);
   }
   return out;
+}
+
+function valuesOf(c: ContactRow): ContactValues {
+  return {
+    id: c.id,
+    name: c.name,
+    email: c.email,
+    tags: c.tags,
+    lifecycle_stage: c.lifecycle_stage,
+    custom_fields: c.custom_fields,
+  };
 }
 
 /** The header of the file, checked (a 422 when it is not one, or names an unknown column). */
@@ -379,4 +469,31 @@ function differs(contact: ContactRow, values: ContactValues): boolean {
     JSON.stringify(values.tags) !== JSON.stringify(contact.tags) ||
     Object.entries(values.custom_fields).some(([k, v]) => contact.custom_fields[k] !== v)
   );
+}
+
+/**
+ * The sweep of interrupted imports (ContactImportsService.sweep), now and every `everyMs`; the
+ * returned function stops it. Run by the workers.
+ */
+export function scheduleImportSweep(
+  imports: Pick<ContactImportsService, 'sweep'>,
+  log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void },
+  everyMs = STALE_MS,
+): () => void {
+  let running = false;
+  const run = () => {
+    if (running) return;
+    running = true;
+    imports
+      .sweep()
+      .then((n) => {
+        if (n > 0) log.info({ imports: n }, 'contact imports interrupted by a stop marked failed');
+      })
+      .catch((err: unknown) => log.warn({ err }, 'the sweep of interrupted imports failed'))
+      .finally(() => (running = false));
+  };
+  run();
+  const timer = setInterval(run, everyMs);
+  timer.unref();
+  return () => clearInterval(timer);
 }
