@@ -1,7 +1,6 @@
 /** The public API over HTTP, as the CLI's commands that act as a client call it. */
 
-/** A refusal or failure worth stopping for, in words for the terminal. */
-export class CommandError extends Error {}
+import { CliError } from './common.js';
 
 interface ApiError {
   error?: { code?: string; message?: string };
@@ -45,7 +44,7 @@ export class Api {
       } catch (err) {
         const c = (err as { cause?: { code?: string; message?: string } }).cause;
         const cause = c?.code ?? c?.message ?? String(err);
-        throw new CommandError(
+        throw new CliError(
           `cannot reach the service at ${this.base} (${cause}): start it with \`npm start\`, or give its address with --url`,
         );
       }
@@ -54,7 +53,7 @@ export class Api {
       try {
         parsed = (text === '' ? null : JSON.parse(text)) as T & ApiError;
       } catch {
-        throw new CommandError(
+        throw new CliError(
           `${method} ${path} answered ${res.status} with something else than JSON: is ${this.base} Switchboard?`,
         );
       }
@@ -69,8 +68,8 @@ export class Api {
       if (res.ok || opts.allow?.includes(res.status)) return { status: res.status, body: parsed };
       const what = parsed?.error?.message ?? text.slice(0, 200);
       if (res.status === 401)
-        throw new CommandError(`the API key was refused (${what}): set SWITCHBOARD_API_KEY`);
-      throw new CommandError(`${method} ${path} answered ${res.status}: ${what}`);
+        throw new CliError(`the API key was refused (${what}): set SWITCHBOARD_API_KEY`);
+      throw new CliError(`${method} ${path} answered ${res.status}: ${what}`);
     }
   }
 

@@ -18,7 +18,8 @@ import {
   type SampleContact,
   type Step,
 } from './demo-data.js';
-import { Api, CommandError, sleep, type Page } from './api-client.js';
+import { Api, sleep, type Page } from './api-client.js';
+import { CliError } from './common.js';
 
 /*
  * `switchboard demo`: fills an account with sample data through the public API, as any client
@@ -187,7 +188,7 @@ export async function runDemo(opts: {
   const waitUntil = Date.now() + (opts.broadcastWaitMs ?? BROADCAST_WAIT_MS);
   while (broadcast.status === 'sending' || broadcast.status === 'draft') {
     if (Date.now() > waitUntil)
-      throw new CommandError(
+      throw new CliError(
         `the broadcast ${broadcast.id} is still ${broadcast.status}: are the service's workers running?`,
       );
     await sleep(1000);
@@ -250,7 +251,7 @@ async function ensureContact(
     // The phone is taken by a contact without the tag: that one is used as it is.
     const list = await api.get<Page<Contact>>(`/v1/contacts?search=${encodeURIComponent(c.phone)}`);
     const contact = list.data.find((x) => x.phone === c.phone);
-    if (!contact) throw new CommandError(`contact ${c.phone} exists but cannot be found`);
+    if (!contact) throw new CliError(`contact ${c.phone} exists but cannot be found`);
     return [contact.id, false];
   }
   if (c.stage !== null)
@@ -394,13 +395,13 @@ export async function demoKey(env: NodeJS.ProcessEnv, logFile: string): Promise<
   try {
     text = await readFile(logFile, 'utf8');
   } catch {
-    throw new CommandError(
+    throw new CliError(
       `no API key: set SWITCHBOARD_API_KEY to a key of the account to fill, or run this where \`npm start | tee switchboard.log\` saved the first start's output (or give that file with --from-log); ${logFile} cannot be read`,
     );
   }
   const keys = text.match(/sb_live_[A-Za-z0-9_-]+/g);
   if (!keys)
-    throw new CommandError(
+    throw new CliError(
       `no API key in ${logFile}: set SWITCHBOARD_API_KEY to a key of the account to fill`,
     );
   return keys[keys.length - 1]!;
@@ -450,7 +451,7 @@ export function registerDemo(program: Command): void {
           opts.json ? `${JSON.stringify(summary, null, 2)}\n` : `\n${describe(summary)}\n`,
         );
       } catch (err) {
-        if (!(err instanceof CommandError)) throw err;
+        if (!(err instanceof CliError)) throw err;
         process.stderr.write(`switchboard demo: ${err.message}\n`);
         process.exitCode = 1;
       }

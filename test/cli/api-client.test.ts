@@ -1,7 +1,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Api, CommandError } from '../../src/cli/api-client.js';
+import { Api } from '../../src/cli/api-client.js';
+import { CliError } from '../../src/cli/common.js';
 
 // A stand-in for the service: the first request is refused with 429 and Retry-After: 1.
 describe('the CLI client of the API', () => {
@@ -37,7 +38,7 @@ describe('the CLI client of the API', () => {
     expect(seen[0]!.auth).toBe('Bearer sb_live_k');
     expect(said.join('\n')).toContain('wait 1 s');
     await expect(api.get('/other')).rejects.toThrow(/API key was refused.*SWITCHBOARD_API_KEY/);
-    await expect(api.get('/other')).rejects.toBeInstanceOf(CommandError);
+    await expect(api.get('/other')).rejects.toBeInstanceOf(CliError);
   });
 
   it('names the address it cannot reach', async () => {
