@@ -47,6 +47,8 @@ describe('switchboard --version and --help', () => {
       'api-keys',
       'users',
       'jobs',
+      'listen',
+      'demo',
       'help',
     ]);
     for (const c of commands) expect(c.description, c.term).not.toBe('');
@@ -76,6 +78,12 @@ describe('switchboard --version and --help', () => {
       '-h, --help',
     ]);
     for (const o of options) expect(o.description, o.term).not.toBe('');
+    for (const command of ['listen', 'demo']) {
+      const help = await runCli({}, [command, '--help']);
+      const described = entries(help.stdout, 'Options:');
+      expect(described.map((o) => o.term).join(' '), command).toContain('--url, --api-url');
+      for (const o of described) expect(o.description, `${command} ${o.term}`).not.toBe('');
+    }
   }, 400_000);
 });
 
