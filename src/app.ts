@@ -25,6 +25,7 @@ import { DOCS_PAGE } from './http/docs-page.js';
 import { installIdempotency, type ResponseSealer } from './http/idempotency.js';
 import { SecretBox } from './connections/secret-box.js';
 import { installInputGuard } from './http/input-guard.js';
+import { completeOpenApi } from './http/openapi-document.js';
 import { ErrorBody, NoQuery } from './http/schemas.js';
 import { validatorCompiler } from './http/validation.js';
 import { inboundWebhookRoutes } from './inbound/inbound.routes.js';
@@ -125,6 +126,8 @@ export async function buildApp(
       },
       security: [{ apiKey: [] }],
     },
+    transformObject: (documents) =>
+      completeOpenApi(structuredClone('openapiObject' in documents ? documents.openapiObject : {})),
     refResolver: {
       buildLocalReference: (json, _base, _fragment, i) =>
         typeof json.$id === 'string' ? json.$id : `def-${i}`,
