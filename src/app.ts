@@ -90,12 +90,13 @@ export async function buildApp(
     services.presence.stop();
     await services.notifications.stop();
   });
-  installErrorHandlers(app);
-  installInputGuard(app);
+  // First of all hooks, so that every refusal (a missing Host included) carries it.
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('X-Request-Id', request.id);
     done();
   });
+  installErrorHandlers(app);
+  installInputGuard(app);
   installRequestMetrics(app, services.metrics);
   app.addSchema(ErrorBody);
 

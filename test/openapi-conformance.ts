@@ -81,11 +81,16 @@ export class OpenApiConformance {
       .toLowerCase();
     const content = response.content as Record<string, Json> | undefined;
     if (!content) {
-      if (r.body.length > 0)
+      if (r.body.length > 0 && r.status !== 204)
         problems.push(`${label}: a body (${contentType}) where none is documented`);
       return problems;
     }
-    const mediaKey = Object.keys(content).find((k) => k.toLowerCase() === contentType);
+    // A documented range (`*/*`, `image/*`) takes any type within it.
+    const mediaKey = Object.keys(content).find((k) => {
+      const range = k.toLowerCase();
+      if (range === '*/*' || range === contentType) return true;
+      return range.endsWith('/*') && contentType.startsWith(range.slice(0, -1));
+    });
     if (!mediaKey) {
       if (r.body.length > 0 || r.status !== 204)
         problems.push(

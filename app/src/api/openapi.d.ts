@@ -12416,7 +12416,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/octet-stream": string;
+                    "*/*": string;
                 };
             };
             /** @description `invalid_request`: a body that is not valid JSON, a Content-Type other than `application/json`, a URL that is not valid percent-encoded UTF-8. */
@@ -13756,7 +13756,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/octet-stream": string;
+                    "*/*": string;
                 };
             };
             /** @description `invalid_request`: a body that is not valid JSON, a Content-Type other than `application/json`, a URL that is not valid percent-encoded UTF-8. */
