@@ -25,7 +25,7 @@ import { DOCS_PAGE } from './http/docs-page.js';
 import { installIdempotency, type ResponseSealer } from './http/idempotency.js';
 import { SecretBox } from './connections/secret-box.js';
 import { installInputGuard } from './http/input-guard.js';
-import { completeOpenApi } from './http/openapi-document.js';
+import { completeOpenApi } from './openapi-document.js';
 import { ErrorBody, NoQuery } from './http/schemas.js';
 import { validatorCompiler } from './http/validation.js';
 import { inboundWebhookRoutes } from './inbound/inbound.routes.js';

@@ -2,7 +2,7 @@
 // answers every route may give (malformed requests, the idempotency refusals, unknown query
 // parameters, an outage), the headers, HEAD of the event stream, named schemas referenced instead
 // of copied, and the events that webhooks and the stream carry.
-import { EVENT_TYPES, WEBHOOK_TEST_EVENT, type EventType } from '../events/event-types.js';
+import { EVENT_TYPES, WEBHOOK_TEST_EVENT, type EventType } from './events/event-types.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any, @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-unsafe-argument, @typescript-eslint/no-unsafe-return, @typescript-eslint/no-unsafe-call -- the document is plain JSON */
 type Json = any;
