@@ -26,6 +26,7 @@ import { DOCS_PAGE } from './http/docs-page.js';
 import { installIdempotency, type ResponseSealer } from './http/idempotency.js';
 import { SecretBox } from './connections/secret-box.js';
 import { installInputGuard } from './http/input-guard.js';
+import { completeOpenApi } from './openapi-document.js';
 import { ErrorBody, NoQuery } from './http/schemas.js';
 import { validatorCompiler } from './http/validation.js';
 import { inboundWebhookRoutes } from './inbound/inbound.routes.js';
@@ -90,12 +91,13 @@ export async function buildApp(
     services.presence.stop();
     await services.notifications.stop();
   });
-  installErrorHandlers(app);
-  installInputGuard(app);
+  // First of all hooks, so that every refusal (a missing Host included) carries it.
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('X-Request-Id', request.id);
     done();
   });
+  installErrorHandlers(app);
+  installInputGuard(app);
   installRequestMetrics(app, services.metrics);
   app.addSchema(ErrorBody);
 
@@ -126,6 +128,8 @@ export async function buildApp(
       },
       security: [{ apiKey: [] }],
     },
+    transformObject: (documents) =>
+      completeOpenApi(structuredClone('openapiObject' in documents ? documents.openapiObject : {})),
     refResolver: {
       buildLocalReference: (json, _base, _fragment, i) =>
         typeof json.$id === 'string' ? json.$id : `def-${i}`,

@@ -64,6 +64,17 @@ export class Forbidden extends AppError {
   }
 }
 
+/** Too many requests of this kind for now: 429 `rate_limited` with `Retry-After`. */
+export class RateLimited extends AppError {
+  constructor(
+    message: string,
+    /** Sent as `Retry-After`. */
+    readonly retryAfterSeconds: number,
+  ) {
+    super('rate_limited', message);
+  }
+}
+
 /** The service cannot take this request now; the client should try again after a while. */
 export class Unavailable extends AppError {
   constructor(

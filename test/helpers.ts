@@ -11,6 +11,7 @@ import { MemoryRateLimiter, type RateLimiter } from '../src/http/rate-limiter.js
 import type { CacheFeed } from '../src/db/cache-feed.js';
 import { listenForChanges } from '../src/server.js';
 import { testDatabaseUrl } from './database.js';
+import { installConformanceCheck, takeMismatches } from './openapi-conformance.js';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 
@@ -82,6 +83,8 @@ export async function startTestApp(
     sendWaitMs: opts.sendWaitMs,
     sendLeaseMs: opts.sendLeaseMs,
   });
+  // Every response is checked against docs/openapi.json (test/setup.ts fails the test).
+  installConformanceCheck(app);
   await app.ready();
   const feed = opts.readCache === false ? null : listenForChanges(services);
   await feed?.start();
@@ -96,6 +99,9 @@ export async function startTestApp(
       await feed?.stop();
       await rateLimiter.close();
       await db.destroy();
+      const left = takeMismatches();
+      if (left.length > 0)
+        throw new Error(`responses that docs/openapi.json does not describe:\n${left.join('\n')}`);
     },
   };
 }

@@ -6,6 +6,42 @@ export const ChannelParams = Type.Object({
   channel: Type.Enum(CHANNELS, { description: 'One of whatsapp, instagram, messenger, webchat.' }),
 });
 
+// What each channel's connection keeps in its public settings.
+const WhatsAppSettings = Type.Object(
+  {
+    phone_number_id: Type.String(),
+    business_account_id: Type.String(),
+    display_phone_number: Nullable(Type.String()),
+    verified_name: Nullable(Type.String()),
+  },
+  { additionalProperties: false, title: 'WhatsApp settings' },
+);
+const InstagramSettings = Type.Object(
+  {
+    page_id: Type.String(),
+    instagram_account_id: Type.String(),
+    page_name: Nullable(Type.String()),
+  },
+  { additionalProperties: false, title: 'Instagram settings' },
+);
+const MessengerSettings = Type.Object(
+  { page_id: Type.String(), page_name: Nullable(Type.String()) },
+  { additionalProperties: false, title: 'Messenger settings' },
+);
+const WebchatSettings = Type.Object(
+  {
+    widget_key: Type.String({ description: 'Names the account to the widget; public.' }),
+    allowed_origins: Type.Array(Type.String()),
+    identity_verification: Type.Enum(['off', 'required'] as const),
+    title: Type.String(),
+    greeting: Nullable(Type.String()),
+    color: Type.String(),
+    widget_url: Type.String({ description: 'The script a site embeds.' }),
+  },
+  { additionalProperties: false, title: 'Webchat settings' },
+);
+const NoSettings = Type.Object({}, { additionalProperties: false, title: 'Not connected' });
+
 export const Connection = Type.Object(
   {
     id: Nullable(Type.String({ description: 'Prefixed `chn_`; null while not connected.' })),
@@ -22,12 +58,11 @@ export const Connection = Type.Object(
     error: Nullable(
       Type.String({ description: "The provider's last refusal of the credentials." }),
     ),
-    settings: Type.Object(
-      {},
+    settings: Type.Union(
+      [WhatsAppSettings, InstagramSettings, MessengerSettings, WebchatSettings, NoSettings],
       {
-        additionalProperties: true,
         description:
-          'What was given and what the provider told us (ids, phone number, names); never a secret.',
+          'What was given and what the provider told us (ids, phone number, names), by channel; never a secret. Empty while the channel is not connected.',
       },
     ),
     webhook_url: Nullable(

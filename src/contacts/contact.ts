@@ -22,7 +22,8 @@ export function toContact(
     name: row.name,
     email: row.email,
     tags: row.tags,
-    lifecycle_stage: row.lifecycle_stage,
+    // Written only through the stages' enum.
+    lifecycle_stage: row.lifecycle_stage as Contact['lifecycle_stage'],
     custom_fields: row.custom_fields,
     identities: presentIdentities(row.phone, identities),
     created_at: row.created_at.toISOString(),

@@ -35,7 +35,7 @@ export const Contact = Type.Object(
     name: Nullable(Type.String()),
     email: Nullable(Type.String()),
     tags: Type.Array(Type.String()),
-    lifecycle_stage: Nullable(Type.String()),
+    lifecycle_stage: Nullable(Type.Enum(LIFECYCLE_STAGES)),
     custom_fields: Type.Record(Type.String(), CustomFieldValue),
     identities: Type.Array(ContactIdentity, {
       description:

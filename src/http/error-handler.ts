@@ -10,6 +10,7 @@ import type {
 import {
   AppError,
   ERROR_STATUS,
+  RateLimited,
   Unavailable,
   type ErrorCode,
   type ErrorDetail,
@@ -184,7 +185,10 @@ export function installErrorHandlers(app: FastifyInstance): void {
       request.log.warn({ err: thrown }, 'database unavailable');
       err = databaseUnavailable();
     }
-    if (err instanceof Unavailable && err.retryAfterSeconds !== undefined)
+    if (
+      (err instanceof Unavailable || err instanceof RateLimited) &&
+      err.retryAfterSeconds !== undefined
+    )
       reply.header('Retry-After', err.retryAfterSeconds);
     if (err instanceof AppError)
       return send(reply, err.code, err.message, err.details, err.status, err.extra);

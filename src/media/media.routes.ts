@@ -23,7 +23,7 @@ export function mediaRoutes(app: FastifyInstance, media: MediaService): void {
       response: {
         200: {
           description: 'The file, with the content type it arrived with.',
-          content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } },
+          content: { '*/*': { schema: { type: 'string', format: 'binary' } } },
         },
         ...errorResponses(404),
       },
@@ -112,7 +112,7 @@ export function mediaLinkRoutes(app: FastifyInstance, media: MediaService): void
     response: {
       200: {
         description: 'The file, with its content type.',
-        content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } },
+        content: { '*/*': { schema: { type: 'string', format: 'binary' } } },
       },
       403: ErrorRef,
       404: ErrorRef,

@@ -1,4 +1,4 @@
-import { Type, type Static } from 'typebox';
+import { Type, type Static, type TSchema } from 'typebox';
 import { CHANNELS } from '../channels/channel.js';
 import { AuthorSchema, Nullable, Timestamp } from '../http/schemas.js';
 
@@ -94,6 +94,75 @@ export const SendMessageBody = Type.Object(
   { additionalProperties: false },
 );
 export type SendMessageBody = Static<typeof SendMessageBody>;
+
+/**
+ * The send body as the document describes it: one shape per `type`. Requests are still checked
+ * against SendMessageBody (then by the service), which accepts no more than these together.
+ */
+const sendVariant = (
+  type: 'text' | 'template' | 'image' | 'document',
+  id: string,
+  fields: Record<string, TSchema>,
+) =>
+  Type.Object(
+    {
+      contact_id: Type.String({ minLength: 1 }),
+      channel: ChannelSchema,
+      type: Type.Literal(type),
+      ...fields,
+    },
+    { additionalProperties: false, $id: id },
+  );
+const mediaFields = {
+  content: Type.Optional(
+    Type.String({ minLength: 1, maxLength: 4096, description: 'An optional caption.' }),
+  ),
+  media_url: Type.Optional({
+    ...HttpsUrl,
+    description: 'This or `media_id`: a file fetched at send time.',
+  }),
+  media_id: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 64,
+      description:
+        'This or `media_url`: a file uploaded with `POST /v1/media`. The message keeps its `/v1/media/{id}` URL as `media_url`.',
+    }),
+  ),
+};
+export const SendMessageUnion = Type.Union(
+  [
+    sendVariant('text', 'SendTextMessage', {
+      content: Type.String({ minLength: 1, maxLength: 4096 }),
+    }),
+    sendVariant('template', 'SendTemplateMessage', {
+      template_name: Type.String({
+        minLength: 1,
+        maxLength: 512,
+        description: 'An approved template.',
+      }),
+      template_params: Type.Optional(
+        Type.Array(Type.String({ maxLength: 1024 }), {
+          maxItems: 50,
+          description: 'Values for {{1}}…{{n}}, in order.',
+        }),
+      ),
+    }),
+    sendVariant('image', 'SendImageMessage', mediaFields),
+    sendVariant('document', 'SendDocumentMessage', mediaFields),
+  ],
+  {
+    discriminator: {
+      propertyName: 'type',
+      mapping: {
+        text: '#/components/schemas/SendTextMessage',
+        template: '#/components/schemas/SendTemplateMessage',
+        image: '#/components/schemas/SendImageMessage',
+        document: '#/components/schemas/SendDocumentMessage',
+      },
+    },
+  },
+);
 
 export const SandboxInboundBody = Type.Object(
   {

@@ -1,7 +1,14 @@
 import type { Clock } from '../clock.js';
 import { isUniqueViolation } from '../db/errors.js';
 import type { Scope, Transactor } from '../db/transactor.js';
-import { AppError, Conflict, NotFound, Unauthorized, ValidationError } from '../errors.js';
+import {
+  AppError,
+  Conflict,
+  NotFound,
+  RateLimited,
+  Unauthorized,
+  ValidationError,
+} from '../errors.js';
 import type { Principal } from '../http/auth.js';
 import type { InvitesRepository } from './invites.repository.js';
 import { hashPassword, verifyPassword } from './passwords.js';
@@ -55,9 +62,10 @@ export class SessionsService {
       new Date(now.getTime() - SIGN_IN_WINDOW_MS),
     );
     if (failures.email >= SIGN_IN_MAX_PER_EMAIL || failures.address >= SIGN_IN_MAX_PER_ADDRESS)
-      throw new AppError(
-        'rate_limited',
+      // The window rolls: 15 minutes is the longest the wait can be.
+      throw new RateLimited(
         'too many failed sign-ins; wait 15 minutes, or ask an admin for a new invite link',
+        SIGN_IN_WINDOW_MS / 1000,
       );
     const candidates = (await this.deps.users.signInCandidates(email)).filter(
       (c) => input.account_id === undefined || c.account.id === input.account_id,

@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { EVENT_TYPES } from '../events/event-types.js';
+import { EVENT_TYPES, WEBHOOK_TEST_EVENT } from '../events/event-types.js';
 import { Nullable, PageQuery, Timestamp } from '../http/schemas.js';
 
 const EventList = Type.Array(Type.Enum(EVENT_TYPES), {
@@ -16,7 +16,7 @@ export const Webhook = Type.Object(
   {
     id: Type.String({ description: 'Prefixed `wh_`.' }),
     url: Type.String(),
-    events: Type.Array(Type.String()),
+    events: Type.Array(Type.Enum(EVENT_TYPES)),
     status: Status,
     created_at: Timestamp,
   },
@@ -28,7 +28,7 @@ export const WebhookWithSecret = Type.Object(
   {
     id: Type.String(),
     url: Type.String(),
-    events: Type.Array(Type.String()),
+    events: Type.Array(Type.Enum(EVENT_TYPES)),
     status: Status,
     secret: Type.String({
       description: 'Signing secret (`whsec_…`); shown only in this response.',
@@ -61,7 +61,7 @@ export const DeliveryAttempt = Type.Object(
   {
     id: Type.String({ description: 'Prefixed `dlv_`.' }),
     event_id: Type.String(),
-    event: Type.String(),
+    event: Type.Enum([...EVENT_TYPES, WEBHOOK_TEST_EVENT]),
     attempt: Type.Integer({ minimum: 1 }),
     status_code: Nullable(Type.Integer()),
     error: Nullable(Type.String()),

@@ -22,7 +22,8 @@ export const MAX_WEBHOOKS_PER_ACCOUNT = 20;
 const toWebhook = (r: WebhookRow): Webhook => ({
   id: r.id,
   url: r.url,
-  events: r.events,
+  // Written only through the event types' enum.
+  events: r.events as Webhook['events'],
   status: r.status,
   created_at: r.created_at.toISOString(),
 });
@@ -30,7 +31,7 @@ const toWebhook = (r: WebhookRow): Webhook => ({
 const toAttempt = (r: AttemptRow): DeliveryAttempt => ({
   id: r.id,
   event_id: r.event_id,
-  event: r.event_type,
+  event: r.event_type as DeliveryAttempt['event'],
   attempt: r.attempt,
   status_code: r.status_code,
   error: r.error,

@@ -205,8 +205,10 @@ describe('POST /v1/session', () => {
     const user = await signedInUser(t, acc);
     for (let i = 0; i < 10; i++)
       expectError(await signIn(t, { email: user.email, password: `guess ${i}` }, '10.0.0.1'), 401);
-    // Locked, even with the right password and from elsewhere.
-    expectError(await signIn(t, { email: user.email, password: PASSWORD }, '10.0.0.2'), 429);
+    // Locked, even with the right password and from elsewhere; told how long at most.
+    const locked = await signIn(t, { email: user.email, password: PASSWORD }, '10.0.0.2');
+    expectError(locked, 429);
+    expect(locked.headers['retry-after']).toBe('900');
     t.clock.advance(15 * 60 * 1000 + 1000);
     expectStatus(await signIn(t, { email: user.email, password: PASSWORD }, '10.0.0.2'), 201);
 
