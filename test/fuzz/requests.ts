@@ -19,6 +19,7 @@ export interface Schema {
   enum?: unknown[];
   const?: unknown;
   anyOf?: Schema[];
+  oneOf?: Schema[];
   properties?: Record<string, Schema>;
   required?: string[];
   additionalProperties?: boolean | Schema;
@@ -54,18 +55,34 @@ export interface Operation {
 }
 
 type OpenApi = {
+  components?: Record<string, Record<string, unknown>>;
   paths: Record<
     string,
     Record<string, { parameters?: Parameter[]; requestBody?: unknown; security?: unknown }>
   >;
 };
 
+/** `value` with every `#/components/…` reference of the document replaced by what it names. */
+function dereferenced<T>(doc: OpenApi, value: T, seen: string[] = []): T {
+  if (Array.isArray(value)) return value.map((v: unknown) => dereferenced(doc, v, seen)) as T;
+  if (value === null || typeof value !== 'object') return value;
+  const ref = (value as { $ref?: unknown }).$ref;
+  if (typeof ref === 'string' && ref.startsWith('#/components/') && !seen.includes(ref)) {
+    const [, , kind, name] = ref.split('/');
+    return dereferenced(doc, doc.components?.[kind!]?.[name!] as T, [...seen, ref]);
+  }
+  return Object.fromEntries(
+    Object.entries(value).map(([k, v]) => [k, dereferenced(doc, v, seen)]),
+  ) as T;
+}
+
 /** Every operation of the document, in its order. */
 export function operationsOf(doc: OpenApi): Operation[] {
   const ops: Operation[] = [];
   for (const [path, item] of Object.entries(doc.paths)) {
-    for (const [method, op] of Object.entries(item)) {
+    for (const [method, raw] of Object.entries(item)) {
       if (!['get', 'post', 'put', 'patch', 'delete'].includes(method)) continue;
+      const op = dereferenced(doc, raw);
       const params = op.parameters ?? [];
       const body = (op.requestBody as { content?: Record<string, { schema?: Schema }> } | undefined)
         ?.content?.['application/json']?.schema;
@@ -245,7 +262,8 @@ export function valueOf(schema: Schema, name?: string): fc.Arbitrary<unknown> {
   if (hint) return hint;
   if (schema.const !== undefined) return fc.constant(schema.const);
   if (schema.enum) return fc.constantFrom(...schema.enum);
-  if (schema.anyOf) return fc.oneof(...schema.anyOf.map((s) => valueOf(s, name)));
+  const choices = schema.anyOf ?? schema.oneOf;
+  if (choices) return fc.oneof(...choices.map((s) => valueOf(s, name)));
   const type = Array.isArray(schema.type) ? schema.type[0] : schema.type;
   switch (type ?? '') {
     case 'null':
