@@ -428,22 +428,21 @@ export function registerDemo(program: Command): void {
     .description(
       'fill an account with sample contacts, conversations on every channel, templates and a sent broadcast, through the API on the sandbox (again: adds only what is missing)',
     )
-    .option('--url <url>', 'the service (default http://127.0.0.1:3000)')
-    .option('--api-url <url>', 'the same as --url')
+    .option('--url, --api-url <url>', 'the service (default http://127.0.0.1:3000)')
     .option(
       '--from-log <file>',
       'without SWITCHBOARD_API_KEY, the saved output of the first start that holds its key',
       'switchboard.log',
     )
     .option('--json', 'print the summary as JSON')
-    .action(async (opts: { url?: string; apiUrl?: string; fromLog: string; json?: boolean }) => {
+    .action(async (opts: { apiUrl?: string; fromLog: string; json?: boolean }) => {
       const say = (line: string) => {
         if (!opts.json) process.stdout.write(`${line}\n`);
       };
       try {
         const apiKey = await demoKey(process.env, opts.fromLog);
         const summary = await runDemo({
-          url: opts.url ?? opts.apiUrl ?? 'http://127.0.0.1:3000',
+          url: opts.apiUrl ?? 'http://127.0.0.1:3000',
           apiKey,
           say,
         });

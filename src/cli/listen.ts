@@ -237,7 +237,6 @@ interface CommandOptions {
   forwardTo: string;
   events?: string[];
   apiUrl?: string;
-  url?: string;
 }
 
 /** `switchboard listen`: the live events of an account, forwarded to a local receiver. */
@@ -253,8 +252,7 @@ export function registerListen(program: Command): void {
       receiverUrl,
     )
     .option('--events <types>', 'comma-separated event types (default: all)', eventTypes)
-    .option('--api-url <url>', `the service (default ${DEFAULT_API_URL})`, serviceUrl)
-    .option('--url <url>', 'the same as --api-url', serviceUrl)
+    .option('--url, --api-url <url>', `the service (default ${DEFAULT_API_URL})`, serviceUrl)
     .action(async (opts: CommandOptions) => {
       const fail = (message: string) => {
         process.stderr.write(`switchboard listen: ${message}\n`);
@@ -262,7 +260,7 @@ export function registerListen(program: Command): void {
       };
       const key = process.env.SWITCHBOARD_API_KEY;
       if (!key) return fail('set SWITCHBOARD_API_KEY to the API key of the account (sb_live_…)');
-      const api = opts.apiUrl ?? opts.url ?? DEFAULT_API_URL;
+      const api = opts.apiUrl ?? DEFAULT_API_URL;
       const { secret, file } = await listenSecret(api, key);
       process.stdout.write(`Signing secret: ${secret} (kept in ${file})\n`);
       const stop = new AbortController();
