@@ -145,7 +145,7 @@ function EditDialog({ contact, onClose }: { contact: Contact; onClose: () => voi
   const [name, setName] = useState(contact.name ?? '');
   const [email, setEmail] = useState(contact.email ?? '');
   const [tags, setTags] = useState(contact.tags.join(', '));
-  const [stage, setStage] = useState<Stage>((contact.lifecycle_stage ?? ''));
+  const [stage, setStage] = useState<Stage>(contact.lifecycle_stage ?? '');
   const save = useAction(async () => {
     await saveContact(contact, { phone, name, email, tags, stage });
     refresh(contact.id);

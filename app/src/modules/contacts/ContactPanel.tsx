@@ -45,7 +45,7 @@ function ContactForm(props: { contact: Contact; said: Said; onSaid: (said: Said)
   const [name, setName] = useState(contact.name ?? '');
   const [email, setEmail] = useState(contact.email ?? '');
   const [tags, setTags] = useState(contact.tags.join(', '));
-  const [stage, setStage] = useState<Stage>((contact.lifecycle_stage ?? ''));
+  const [stage, setStage] = useState<Stage>(contact.lifecycle_stage ?? '');
   const [fields, setFields] = useState<Field[]>(
     Object.entries(contact.custom_fields).map(([key, value]) => ({ key, value: String(value) })),
   );
