@@ -127,8 +127,8 @@ function completeOperation(doc: Json, path: string, method: string, op: Json): v
       response.headers['X-RateLimit-Remaining'] ??= header('RateLimitRemaining');
       response.headers['X-RateLimit-Reset'] ??= header('RateLimitReset');
     }
-    if (status === '429' || status === '503')
-      response.headers['Retry-After'] ??= header('RetryAfter');
+    if (status === '429') response.headers['Retry-After'] ??= header('RetryAfter');
+    if (status === '503') response.headers['Retry-After'] ??= header('RetryAfterWhenKnown');
     if (withKey && method === 'post' && status.startsWith('2'))
       response.headers['Idempotent-Replayed'] ??= header('IdempotentReplayed');
   }

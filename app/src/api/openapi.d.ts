@@ -2322,7 +2322,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2467,7 +2467,7 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2587,7 +2587,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2728,7 +2728,7 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2886,7 +2886,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3005,7 +3005,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3165,7 +3165,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3300,7 +3300,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3434,7 +3434,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3599,7 +3599,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3731,7 +3731,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3907,7 +3907,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4042,7 +4042,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4210,7 +4210,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4379,7 +4379,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4505,7 +4505,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4685,7 +4685,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4811,7 +4811,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4937,7 +4937,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5118,7 +5118,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5250,7 +5250,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5398,7 +5398,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5564,7 +5564,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5718,7 +5718,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5844,7 +5844,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6012,7 +6012,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6144,7 +6144,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6279,7 +6279,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6432,7 +6432,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6560,7 +6560,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6723,7 +6723,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6869,7 +6869,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7001,7 +7001,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7136,7 +7136,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7278,7 +7278,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7405,7 +7405,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7537,7 +7537,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7678,7 +7678,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7848,7 +7848,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7997,7 +7997,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8146,7 +8146,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8295,7 +8295,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8444,7 +8444,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8616,7 +8616,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8764,7 +8764,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8932,7 +8932,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9060,7 +9060,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9216,7 +9216,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9348,7 +9348,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9483,7 +9483,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9651,7 +9651,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9815,7 +9815,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9992,7 +9992,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10161,7 +10161,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10329,7 +10329,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10450,7 +10450,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10619,7 +10619,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10751,7 +10751,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10886,7 +10886,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11044,7 +11044,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11185,7 +11185,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11342,7 +11342,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11495,7 +11495,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11622,7 +11622,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11816,7 +11816,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12016,7 +12016,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12148,7 +12148,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12290,7 +12290,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12439,7 +12439,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12571,7 +12571,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12692,7 +12692,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12825,7 +12825,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13025,7 +13025,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13161,7 +13161,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13286,7 +13286,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13409,7 +13409,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13592,7 +13592,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13779,7 +13779,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13856,7 +13856,7 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13994,7 +13994,7 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14135,7 +14135,7 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14246,7 +14246,7 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14370,7 +14370,7 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14497,7 +14497,7 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14606,7 +14606,7 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14712,7 +14712,7 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14828,7 +14828,7 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14928,7 +14928,7 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15046,7 +15046,7 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15143,7 +15143,7 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15250,7 +15250,7 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15374,7 +15374,7 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15461,7 +15461,7 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15580,7 +15580,7 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15675,7 +15675,7 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Retry-After": components["headers"]["RetryAfterWhenKnown"];
                     [name: string]: unknown;
                 };
                 content: {
