@@ -1,19 +1,16 @@
-import { spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp, rm, stat } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHttpsServer } from '../https-server.js';
 import { TcpProxy } from '../tcp-proxy.js';
 import { testDatabaseUrl } from '../database.js';
-import { runCli, startService, stopProcess, type ServiceProcess } from './process.js';
+import { runCli, spawnCli, startService, stopProcess, type ServiceProcess } from './process.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const ADMIN = 'listen-test-admin-token';
 const SECRETS_KEY = randomBytes(32).toString('base64');
 
@@ -48,28 +45,20 @@ async function startReceiver(status: (n: number) => number = () => 200) {
 
 /** `switchboard listen …` from source, running until stopped. */
 function startListen(env: Record<string, string>, args: string[]) {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'listen', ...args], {
-    cwd: ROOT,
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  let err = '';
-  child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-  child.stderr.on('data', (c: Buffer) => (err += c.toString()));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const { child, stdout, stderr, exited: ended } = spawnCli(env, ['listen', ...args]);
+  const exited = ended.then((e) => e.code);
   return {
     child,
     exited,
-    stdout: () => out,
-    stderr: () => err,
-    secret: () => /Signing secret: (whsec_[A-Za-z0-9+/=]+)/.exec(out)?.[1],
+    stdout,
+    stderr,
+    secret: () => /Signing secret: (whsec_[A-Za-z0-9+/=]+)/.exec(stdout())?.[1],
     /** Waits until stdout matches, or fails with the output. */
     async until(pattern: RegExp, timeoutMs = 90_000): Promise<void> {
       const deadline = Date.now() + timeoutMs;
-      while (!pattern.test(out)) {
+      while (!pattern.test(stdout())) {
         if (Date.now() > deadline || child.exitCode !== null)
-          throw new Error(`listen never printed ${pattern}:\n${out}\n${err}`);
+          throw new Error(`listen never printed ${pattern}:\n${stdout()}\n${stderr()}`);
         await new Promise((r) => setTimeout(r, 100));
       }
     },

@@ -28,7 +28,7 @@ export interface ServiceProcess {
 type Exit = { code: number | null; signal: NodeJS.Signals | null };
 
 /** `src/cli.ts` with `args` under tsx, as `npm start` would run it, its output collected. */
-function spawnCli(env: Record<string, string>, args: string[]) {
+export function spawnCli(env: Record<string, string>, args: string[]) {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], {
     cwd: ROOT,
     env: { ...process.env, ...env },
