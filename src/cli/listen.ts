@@ -114,6 +114,8 @@ interface ListenOptions {
 class Listener {
   private lastEventId: string | undefined;
   private opened = false;
+  /** Whether `Ready` was printed. */
+  private announced = false;
 
   constructor(private readonly o: ListenOptions) {}
 
@@ -166,8 +168,10 @@ class Listener {
       }
       if (res.status !== 200 || !res.body)
         throw new ListenFailure(`the service refused the stream: ${await errorMessage(res)}`);
-      if (!this.opened) this.ready();
-      else this.o.err(`reconnected${this.lastEventId ? `, after ${this.lastEventId}` : ''}`);
+      if (this.announced) {
+        const after = this.lastEventId?.startsWith('evt_') ? `, after ${this.lastEventId}` : '';
+        this.o.err(`reconnected${after}`);
+      }
       this.opened = true;
       const reader = new SseReader();
       const decoder = new TextDecoder();
@@ -176,6 +180,9 @@ class Listener {
         clearTimeout(silence);
         for (const message of reader.push(decoder.decode(chunk, { stream: true })))
           await this.handle(message);
+        // Ready once the opening (which says where the stream starts) is read: from then on
+        // a drop loses nothing.
+        if (!this.announced) this.ready();
         watch();
       }
     } catch (err) {
@@ -189,6 +196,7 @@ class Listener {
   }
 
   private ready(): void {
+    this.announced = true;
     this.o.out(`Ready: forwarding events of ${this.o.api} to ${this.o.forwardTo} (Ctrl-C to quit)`);
   }
 
@@ -201,6 +209,11 @@ class Listener {
         // shown as it came
       }
       throw new ListenFailure(`the service ended the stream for good (${why})`);
+    }
+    // Where the stream starts: resumed from after a drop that comes before any event.
+    if (message.id !== undefined && message.event === undefined && message.data === '') {
+      this.lastEventId = message.id;
+      return;
     }
     // Only stored events have an id; anything else (presence) is not a webhook's.
     if (message.id === undefined || message.event === undefined) return;

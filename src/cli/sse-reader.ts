@@ -8,7 +8,9 @@ export interface SseEvent {
 /**
  * The Server-Sent Events parser of a client (the WHATWG rules, less `retry:`): fed the text as
  * it comes, it returns the messages that a blank line has completed; a message cut off by a
- * dropped connection is never returned. Comments (`: keep-alive`) are skipped.
+ * dropped connection is never returned. Comments (`: keep-alive`) are skipped. A message with
+ * an `id:` and no data (where a stream starts) is returned with `data: ''` and no `event`:
+ * EventSource fires nothing for it but keeps the id, and so must its user.
  */
 export class SseReader {
   private buffer = '';
@@ -33,10 +35,10 @@ export class SseReader {
 
   private line(line: string): SseEvent | null {
     if (line === '') {
-      const message =
-        this.data.length === 0
-          ? null
-          : { id: this.id, event: this.event, data: this.data.join('\n') };
+      let message: SseEvent | null = null;
+      if (this.data.length > 0)
+        message = { id: this.id, event: this.event, data: this.data.join('\n') };
+      else if (this.id !== undefined) message = { id: this.id, data: '' };
       this.id = undefined;
       this.event = undefined;
       this.data = [];

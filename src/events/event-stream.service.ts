@@ -19,6 +19,16 @@ const MAX_PER_ACCOUNT = 500;
 const MAX_PER_PROCESS = 10_000;
 const POLL_MS = 1_000;
 const EVENT_ID = /^evt_[0-9A-HJKMNP-TV-Z]{26}$/;
+/**
+ * A stream's starting place as its opening `id:` carries it: `pos_<transaction id>_<seq>` (an
+ * xid8, checked against now(); a seq within bigint).
+ */
+const POSITION_ID = /^pos_(\d{1,20})_(\d{1,18})$/;
+
+/** The `id:` that stands for a place in the stream before any event was sent from it. */
+export function positionId(p: StreamPosition): string {
+  return `pos_${p.xid}_${p.seq}`;
+}
 
 /** What a stream was opened with: an API key (by id) or a session (by its token's hash). */
 export interface StreamCredential {
@@ -114,6 +124,8 @@ export class EventStreamService {
       accountId: scope.accountId,
       types,
       from,
+      // A stream that starts from now says where (a resumed one: the client knows already).
+      startId: query.lastEventId ? undefined : positionId(from),
       reads: this.reads,
       feed: this.deps.feed,
       log: this.deps.log,
@@ -167,11 +179,19 @@ export class EventStreamService {
   /**
    * Where a stream resumes. After a known event: right after it. After an id too old to be
    * kept (its time, which a ULID carries, is beyond the 7 days of retention): from the oldest
-   * event kept, everything that can still be had. Any other id (malformed, unknown, another
-   * account's): 422, since resuming from a guess would silently skip or repeat events.
+   * event kept, everything that can still be had. From a stream's opening `id:` (a client
+   * dropped before any event came): where that stream started. Any other id (malformed,
+   * unknown, another account's, a place the stream has not reached): 422, since resuming from a
+   * guess would silently skip or repeat events.
    */
   private async resume(accountId: string, lastEventId?: string): Promise<StreamPosition> {
     if (lastEventId === undefined || lastEventId === '') return this.deps.events.now();
+    const place = POSITION_ID.exec(lastEventId);
+    if (place) {
+      const from = { xid: place[1]!, seq: place[2]! };
+      // Places are handed out from now(), which never goes back: one ahead of it was not.
+      if (BigInt(from.xid) <= BigInt((await this.deps.events.now()).xid)) return from;
+    }
     const position = EVENT_ID.test(lastEventId)
       ? await this.deps.events.position(accountId, lastEventId)
       : null;

@@ -23,6 +23,8 @@ export interface EventStreamOptions {
   types: readonly string[] | null;
   /** The stream sends the events after this place. */
   from: StreamPosition;
+  /** Written as the opening's `id:`: the place a client dropped before any event resumes from. */
+  startId?: string;
   reads: SharedEventReads;
   feed: EventFeed;
   log: Log;
@@ -61,6 +63,7 @@ export class EventStream {
     this.cursor = opts.from;
     this.sse = new SseWriter(this.output, {
       retryMs: RETRY_HINT_MS,
+      openingId: opts.startId,
       keepAlive: { comment: 'keep-alive' },
       lifetimeMs: opts.lifetimeMs,
       onEnd: () => this.cleanUp(),

@@ -44,6 +44,12 @@ export interface SseWriterOptions {
   retryMs: number;
   /** Written with the `retry:` line, at once (a `ready` event). */
   opening?: SseMessage;
+  /**
+   * An `id:` written with the `retry:` line, in a message of no data: EventSource keeps it as
+   * its last event id without dispatching anything, so a client dropped before any event
+   * resumes from the stream's start.
+   */
+  openingId?: string;
   /** What a keep-alive writes: a comment (`: keep-alive`) or a message (`event: ping`). */
   keepAlive: { comment: string } | SseMessage;
   /** Sends a keep-alive this often; without, the owner calls keepAlive() (one timer for many). */
@@ -90,7 +96,8 @@ export class SseWriter {
     // A write after the client went away is not an error worth more than ending the stream.
     this.out.on('error', () => this.finish('gone'));
     const { o } = this;
-    this.write(`retry: ${o.retryMs}\n${o.opening ? format(o.opening) : '\n'}`);
+    const id = o.openingId === undefined ? '' : `id: ${o.openingId}\n`;
+    this.write(`retry: ${o.retryMs}\n${o.opening ? `${id}${format(o.opening)}` : `${id}\n`}`);
     if (this.done) return this; // dropped already
     if (o.keepAliveMs) this.timers.push(setInterval(() => this.keepAlive(), o.keepAliveMs));
     if (o.lifetimeMs) {

@@ -12,6 +12,13 @@ describe('SseReader', () => {
     ]);
   });
 
+  it("returns an id with no data (the stream's start) with empty data and no event, so its place is kept", () => {
+    const reader = new SseReader();
+    expect(reader.push('retry: 2000\nid: pos_812_0\n\n: keep-alive\n\n')).toEqual([
+      { id: 'pos_812_0', data: '' },
+    ]);
+  });
+
   it('never returns a message cut off before its blank line', () => {
     const reader = new SseReader();
     expect(reader.push('id: evt_3\nevent: x\ndata: {"half"')).toEqual([]);

@@ -248,7 +248,7 @@ describe('switchboard listen', { timeout: 240_000 }, () => {
     );
   });
 
-  it('resumes after the connection drops, with no event lost or forwarded twice', async () => {
+  it('resumes after the connection drops, before the first event or after one, with no event lost or forwarded twice', async () => {
     const key = await newKey();
     const receiver = await startReceiver();
     const proxy = await new TcpProxy(service.port).start();
@@ -260,15 +260,25 @@ describe('switchboard listen', { timeout: 240_000 }, () => {
     ]);
     try {
       await listen.until(/^Ready/m);
-      const ids = [await contact(key)];
-      await until(() => receiver.received.length === 1, 'the first event');
-      await proxy.cut();
-      // Written while listen cannot reach the service.
-      for (let i = 0; i < 3; i++) ids.push(await contact(key));
-      await until(() => /stream dropped/.test(listen.stderr()), 'the drop noticed');
-      await proxy.restore();
+      const ids: string[] = [];
+      const drops = () => listen.stderr().match(/stream dropped/g)?.length ?? 0;
+      const dropped = async () => {
+        const before = drops();
+        await proxy.cut();
+        // Written while listen cannot reach the service.
+        for (let i = 0; i < 2; i++) ids.push(await contact(key));
+        await until(() => drops() > before, 'the drop noticed');
+        await proxy.restore();
+      };
+      // Before any event came: resumed from where the stream started.
+      await dropped();
       ids.push(await contact(key));
-      await until(() => receiver.received.length >= 5, 'every event forwarded');
+      await until(() => receiver.received.length === 3, 'the events of the first drop');
+      expect(listen.stderr()).toMatch(/^reconnected$/m);
+      // After events came: resumed after the last one forwarded.
+      await dropped();
+      ids.push(await contact(key));
+      await until(() => receiver.received.length >= 6, 'every event forwarded');
       await new Promise((r) => setTimeout(r, 1500));
       const secret = listen.secret()!;
       expect(receiver.received.map((r) => verified(secret, r).data.id)).toEqual(ids);

@@ -15,6 +15,8 @@ export class SseClient {
   readonly messages: SseMessage[] = [];
   readonly comments: string[] = [];
   retry: number | null = null;
+  /** The last `id:` of a completed block, with data or not, as EventSource keeps it. */
+  lastEventId: string | undefined;
   /** The whole body, for a refusal. */
   body = '';
   ended = false;
@@ -106,6 +108,7 @@ export class SseClient {
 
   private line(line: string): void {
     if (line === '') {
+      if (this.block.id !== undefined) this.lastEventId = this.block.id;
       if (this.blockHasData) this.messages.push(this.block);
       this.block = { data: '' };
       this.blockHasData = false;

@@ -240,6 +240,47 @@ describe('GET /v1/events/stream', () => {
     expect(both.messages.map((m) => m.id)).toEqual([later]);
   });
 
+  it('names where it starts in an id-only opening, which resumes a client dropped before any event', async () => {
+    const acc = await newAccount(t);
+    const first = await stream(acc, '?events=contact.created');
+    await first.until(() => first.lastEventId !== undefined, 5_000, 'the opening id');
+    const start = first.lastEventId!;
+    expect(start).toMatch(/^pos_\d+_0$/);
+    expect(first.messages).toEqual([]);
+    expect(first.body).toMatch(new RegExp(`^retry: 2000\nid: ${start}\n\n`));
+    first.close();
+    const missed = [
+      await record(t, acc.accountId, 'contact.created', fakeContact(1)),
+      await record(t, acc.accountId, 'contact.created', fakeContact(2)),
+    ];
+    const again = await stream(acc, '?events=contact.created', { 'last-event-id': start });
+    await again.until(() => again.messages.length >= 2, 5_000, 'the missed events');
+    await new Promise((r) => setTimeout(r, 200));
+    expect(again.messages.map((m) => m.id)).toEqual(missed);
+    // A resumed stream names no place of its own: the client has one.
+    expect(again.body).toMatch(/^retry: 2000\n\n/);
+    expect(again.lastEventId).toBe(missed[1]);
+    // The query parameter takes it too.
+    const byQuery = await stream(acc, `?events=contact.created&last_event_id=${start}`);
+    await byQuery.until(() => byQuery.messages.length >= 2);
+    expect(byQuery.messages.map((m) => m.id)).toEqual(missed);
+
+    // A place ahead of any the stream has handed out, or out of range, is a guess: 422.
+    for (const id of [
+      'pos_99999999999999_0',
+      `pos_${'9'.repeat(21)}_0`,
+      `pos_1_${'9'.repeat(19)}`,
+      'pos_1_x',
+    ]) {
+      const s = await stream(acc, '', { 'last-event-id': id });
+      await s.until(() => s.ended);
+      expect(s.status, id).toBe(422);
+      expect(JSON.parse(s.body)).toMatchObject({
+        error: { code: 'validation_error', details: [{ field: 'Last-Event-ID' }] },
+      });
+    }
+  });
+
   it('refuses an unknown event id (422) and resumes an expired one from the oldest event kept', async () => {
     const acc = await newAccount(t);
     const other = await newAccount(t);

@@ -908,7 +908,7 @@ export interface paths {
         };
         /**
          * The account's events, live, as Server-Sent Events
-         * @description Every event of the account as it is committed, in the webhook envelope (`{ id, event, timestamp, data }`), as an SSE message with the event id as `id` and the event type as `event`. The headers are sent at once; `retry: 2000` comes first, and a `: keep-alive` comment every 15 s while idle. Counted once against the rate limit, when the connection opens. Events come in the order of the transactions that wrote them, each sent once the transactions before it have ended (`timestamp` tells when each happened). At most 500 open streams per account on one API server (429 beyond); a server shutting down ends its streams, and clients reconnect with `Last-Event-ID`.
+         * @description Every event of the account as it is committed, in the webhook envelope (`{ id, event, timestamp, data }`), as an SSE message with the event id as `id` and the event type as `event`. The headers are sent at once; `retry: 2000` comes first, and a `: keep-alive` comment every 15 s while idle. A stream opened without `Last-Event-ID` names where it starts in its first message, an `id:` (`pos_…`) with no data: EventSource keeps it as its last event id without firing an event, so a client dropped before any event came resumes from there and misses nothing. Counted once against the rate limit, when the connection opens. Events come in the order of the transactions that wrote them, each sent once the transactions before it have ended (`timestamp` tells when each happened). At most 500 open streams per account on one API server (429 beyond); a server shutting down ends its streams, and clients reconnect with `Last-Event-ID`.
          */
         get: operations["streamEvents"];
         put?: never;
@@ -13179,7 +13179,7 @@ export interface operations {
                 last_event_id?: string;
             };
             header?: {
-                /** @description Resume after this event (EventSource sends it when it reconnects): exactly the events committed since, in order. An id older than the 7 days of retention resumes from the oldest event kept; an id that is not one of the account's events is a 422. */
+                /** @description Resume after this event (EventSource sends it when it reconnects): exactly the events committed since, in order. The opening's `pos_…` id resumes from where that stream started. An id older than the 7 days of retention resumes from the oldest event kept; an id that is not one of the account's events is a 422. */
                 "last-event-id"?: string;
             };
             path?: never;
@@ -13304,7 +13304,7 @@ export interface operations {
                 last_event_id?: string;
             };
             header?: {
-                /** @description Resume after this event (EventSource sends it when it reconnects): exactly the events committed since, in order. An id older than the 7 days of retention resumes from the oldest event kept; an id that is not one of the account's events is a 422. */
+                /** @description Resume after this event (EventSource sends it when it reconnects): exactly the events committed since, in order. The opening's `pos_…` id resumes from where that stream started. An id older than the 7 days of retention resumes from the oldest event kept; an id that is not one of the account's events is a 422. */
                 "last-event-id"?: string;
             };
             path?: never;
