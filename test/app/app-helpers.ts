@@ -1,4 +1,4 @@
-import { mkdir, readdir, rm, stat } from 'node:fs/promises';
+import { mkdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { deflateSync } from 'node:zlib';
 import { fileURLToPath } from 'node:url';
@@ -8,31 +8,20 @@ import { expect } from 'vitest';
 import { buildApp } from '../../app/build.js';
 import { startTestApp, type TestAccount, type TestApp } from '../helpers.js';
 import { createContact } from '../inbox-helpers.js';
+import { builtAt, newestSource } from '../sources.js';
 import { chromiumAvailable, launchChromium } from '../webchat/browser.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const APP_SOURCES = path.join(ROOT, 'app');
 const BUILT_PAGE = path.join(ROOT, 'dist/app/index.html');
 
-async function newestSource(dir: string): Promise<number> {
-  let newest = 0;
-  for (const entry of await readdir(dir, { recursive: true, withFileTypes: true })) {
-    if (!entry.isFile()) continue;
-    newest = Math.max(newest, (await stat(path.join(entry.parentPath, entry.name))).mtimeMs);
-  }
-  return newest;
-}
-
 /**
  * The app as `npm run build` makes it (GET /app serves dist/app): built here when missing or
  * older than its sources, so a test run never tests a stale app. One build serves every file.
  */
 export async function ensureAppBuilt(): Promise<void> {
-  const built = await stat(BUILT_PAGE).then(
-    (s) => s.mtimeMs,
-    () => 0,
-  );
-  if (built !== 0 && (await newestSource(APP_SOURCES)) <= built) return;
+  const built = builtAt(BUILT_PAGE);
+  if (built !== 0 && newestSource(APP_SOURCES) <= built) return;
   // Test files run in parallel processes: one builds, the others wait for it.
   const lock = path.join(ROOT, 'dist/.app-build.lock');
   await mkdir(path.dirname(lock), { recursive: true });

@@ -43,7 +43,7 @@ async function startReceiver(status: (n: number) => number = () => 200) {
   };
 }
 
-/** `switchboard listen …` from source, running until stopped. */
+/** `switchboard listen …`, running until stopped. */
 function startListen(env: Record<string, string>, args: string[]) {
   const { child, stdout, stderr, exited: ended } = spawnCli(env, ['listen', ...args]);
   const exited = ended.then((e) => e.code);
@@ -91,7 +91,7 @@ async function call<T>(url: string, init: { method: string; auth: string; body?:
   return JSON.parse(text) as T;
 }
 
-// Each test starts CLI processes under tsx, slow on a loaded two-core machine.
+// Each test starts CLI processes, slow on a loaded two-core machine.
 describe('switchboard listen', { timeout: 240_000 }, () => {
   let service: ServiceProcess;
   let config: string;
