@@ -225,6 +225,7 @@ export interface ConversationPlan {
   phone: string | null;
   email: string | null;
   tags: string[];
+  lifecycleStage: 'lead' | 'customer' | 'churned' | null;
   /** messenger / instagram / webchat: the contact's id on that channel. */
   externalId: string | null;
   contactCreatedAt: number;
@@ -332,6 +333,10 @@ export function conversationPlan(
       ? `${first.toLowerCase().replace(/'/g, '')}.${last.toLowerCase().replace(/'/g, '')}${i}@example.com`
       : null;
   const tags = TAGS.filter((_, k) => r(20 + k) < 0.08);
+  // A quarter leads, 15 % customers, 5 % churned, the rest without a stage.
+  const stage = r(26);
+  const lifecycleStage =
+    stage < 0.25 ? 'lead' : stage < 0.4 ? 'customer' : stage < 0.45 ? 'churned' : null;
   const externalId =
     channel === 'messenger'
       ? String(7_000_000_000_000_000 + serial * 37)
@@ -376,6 +381,7 @@ export function conversationPlan(
     phone,
     email,
     tags,
+    lifecycleStage,
     externalId,
     contactCreatedAt,
     status: open ? 'open' : 'resolved',

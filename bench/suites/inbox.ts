@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import {
   BIG_ACCOUNT_NAME,
   LONG_PHONE,
@@ -8,9 +8,10 @@ import {
   BIG,
 } from '../inbox/data.js';
 import { openPool } from '../lib/db.js';
-import { assertLocal, requestJson } from '../lib/http.js';
-import { runLoad, type LoadFigures, type LoadTarget } from '../lib/load.js';
-import { fmt, fmtInt, formatTable, median } from '../lib/report.js';
+import { seededAccount } from '../lib/seeded-account.js';
+import { requestJson } from '../lib/http.js';
+import { describeAnswer, getJson, measureLatencyCases } from '../lib/latency-cases.js';
+import { fmtInt } from '../lib/report.js';
 import { newSignedInAgent, reinvitedUser, type SignedIn } from '../lib/session.js';
 import type { Suite } from '../lib/suite.js';
 
@@ -61,30 +62,8 @@ export const inboxSuite: Suite = {
     const pool = openPool(await service.databaseUrl());
     ctx.defer(() => pool.end());
 
-    // A key of each account for this run (as the service stores them: the SHA-256 only),
-    // removed when the suite ends.
-    const keyIds: string[] = [];
-    ctx.defer(async () => {
-      await pool.query('DELETE FROM api_keys WHERE id = ANY($1::text[])', [keyIds]);
-    });
     const account = async (label: string, name: string): Promise<InboxAccount> => {
-      const found = await pool.query<{ id: string }>('SELECT id FROM accounts WHERE name = $1', [
-        name,
-      ]);
-      const accountId = found.rows[0]?.id;
-      if (accountId === undefined) {
-        throw new Error(
-          `no account "${name}" in ${service.database}: seed it first (npx tsx bench/inbox/seed.ts)`,
-        );
-      }
-      const apiKey = `sb_live_${randomBytes(32).toString('base64url')}`;
-      const keyId = `key_bench_inbox_${randomBytes(8).toString('hex')}`;
-      await pool.query(
-        `INSERT INTO api_keys (account_id, id, name, key_hash, created_at)
-         VALUES ($1, $2, 'bench inbox suite', $3, now())`,
-        [accountId, keyId, createHash('sha256').update(apiKey).digest('hex')],
-      );
-      keyIds.push(keyId);
+      const { accountId, apiKey } = await seededAccount(ctx, pool, name, 'bench inbox suite');
       const long = await pool.query<{ id: string; n: string }>(
         `SELECT c.id, (SELECT count(*) FROM messages m
                        WHERE m.account_id = c.account_id AND m.conversation_id = c.id) AS n
@@ -270,79 +249,22 @@ export const inboxSuite: Suite = {
         throw new Error(
           `${c.name}: GET ${c.path} answered ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`,
         );
-      c.shape = describe(res.body);
+      c.shape = describeAnswer(res.body);
     }
 
-    const connections = settings.inboxConnections;
-    const targets: LoadTarget[] = plan.map(({ account: a, c }) => ({
-      name: c.name,
-      url: `${service.url}${c.path}`,
-      headers: headersOf(a, c),
-      expectedStatuses: [200],
-    }));
-    const load = { durationS: settings.durationS, connections };
-    if (settings.warmupS > 0) {
-      for (const target of targets) {
-        ctx.log(`warming up ${target.name}`);
-        await runLoad(target, { durationS: settings.warmupS, connections });
-      }
-    }
-    // Interleaved rounds, as measureAgainstBaseline runs them: drift hits every target alike.
-    const runs: LoadFigures[][] = targets.map(() => []);
-    for (let round = 1; round <= settings.runs; round++) {
-      for (const [i, target] of targets.entries()) {
-        const f = await runLoad(target, load);
-        ctx.log(
-          `  ${target.name}  run ${round}/${settings.runs}: ${f.reqPerSec.toFixed(0)} req/s, ` +
-            `p50 ${f.p50Ms.toFixed(2)} ms, p99 ${f.p99Ms.toFixed(2)} ms, ${f.total} responses`,
-        );
-        runs[i]!.push(f);
-      }
-    }
-
-    const rows = plan.map(({ c }, i) => {
-      const own = runs[i]!;
-      const p99 = median(own.map((r) => r.p99Ms));
-      return [
-        c.name,
-        median(own.map((r) => r.reqPerSec)).toFixed(0),
-        fmt(median(own.map((r) => r.p50Ms)), 2),
-        fmt(p99, 2),
-        own.map((r) => fmt(r.p99Ms, 1)).join(' / '),
-        `< ${c.targetMs}`,
-        p99 < c.targetMs ? 'yes' : 'NO',
-        c.shape ?? '',
-      ];
-    });
-    ctx.log('');
-    ctx.log(
-      formatTable(
-        ['target', 'req/s', 'p50 ms', 'p99 ms', 'p99 of each run', 'target', 'met', 'answer'],
-        rows,
-      ),
+    await measureLatencyCases(
+      ctx,
+      plan.map(({ account: a, c }) => ({
+        name: c.name,
+        url: `${service.url}${c.path}`,
+        headers: headersOf(a, c),
+        targetMs: c.targetMs,
+        shape: c.shape ?? '',
+      })),
+      settings.inboxConnections,
     );
-    ctx.log(
-      `(medians of ${settings.runs} interleaved runs of ${settings.durationS} s, ${connections} ` +
-        `connection${connections === 1 ? '' : 's'} (BENCH_INBOX_CONNECTIONS); paths:`,
-    );
-    for (const { account: a, c } of plan) ctx.log(`  ${a.label}: GET ${c.path}`);
-    ctx.log(')');
   },
 };
-
-/** GET with these headers (an API key or a session cookie), bounded by a minute. */
-async function getJson(url: string, headers: Record<string, string>) {
-  assertLocal(url);
-  const res = await fetch(url, { headers, signal: AbortSignal.timeout(60_000) });
-  const text = await res.text();
-  let body: unknown = text;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    // kept as text for the error message
-  }
-  return { status: res.status, body };
-}
 
 /** null when GET /v1/conversations takes `q`; otherwise why it is skipped. */
 async function searchSupport(baseUrl: string, apiKey: string): Promise<string | null> {
@@ -358,15 +280,4 @@ async function searchSupport(baseUrl: string, apiKey: string): Promise<string | 
   if (!params?.some((p) => p.name === 'q'))
     return 'the API document has no q on GET /v1/conversations';
   return null;
-}
-
-/** "total 41,000, 20 rows" for a list, "50 messages, has_more" for history, the counts as they are. */
-function describe(body: unknown): string {
-  if (typeof body !== 'object' || body === null) return '';
-  const b = body as Record<string, unknown>;
-  if (Array.isArray(b.data) && typeof b.total === 'number')
-    return `total ${fmtInt(b.total)}, ${b.data.length} rows`;
-  if (Array.isArray(b.data))
-    return `${b.data.length} messages${b.has_more === true ? ', more' : ''}`;
-  return JSON.stringify(b);
 }

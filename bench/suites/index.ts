@@ -2,6 +2,7 @@ import type { Suite } from '../lib/suite.js';
 import { broadcastsSuite } from './broadcasts.js';
 import { contactsSuite } from './contacts.js';
 import { contactsImportSuite } from './contacts-import.js';
+import { contactsTableSuite } from './contacts-table.js';
 import { inboxLiveSuite } from './inbox-live.js';
 import { inboxSuite } from './inbox.js';
 import { messagesSuite } from './messages.js';
@@ -25,5 +26,6 @@ export const suites: readonly Suite[] = [
   streamsSuite,
   inboxSuite,
   inboxLiveSuite,
+  contactsTableSuite,
   contactsImportSuite,
 ];

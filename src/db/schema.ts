@@ -333,6 +333,26 @@ export interface BroadcastCountersTable {
 }
 
 /** Conversations by status, channel and assignee, kept by triggers (migration 028). */
+/** Contacts by lifecycle stage (migration 034); a count is the sum of its slots. */
+export interface ContactCountsTable {
+  account_id: string;
+  /** '' when the contact has no stage. */
+  lifecycle_stage: string;
+  slot: number;
+  /** bigint: a string as pg reads it. */
+  n: string;
+}
+
+/** Contacts holding a tag, by lifecycle stage (migration 034). */
+export interface ContactTagCountsTable {
+  account_id: string;
+  tag: string;
+  /** '' when the contact has no stage. */
+  lifecycle_stage: string;
+  slot: number;
+  n: string;
+}
+
 export interface ConversationCountsTable {
   account_id: string;
   status: 'open' | 'resolved';
@@ -435,6 +455,8 @@ export interface Tables {
   templates: TemplatesTable;
   conversations: ConversationsTable;
   conversation_counts: ConversationCountsTable;
+  contact_counts: ContactCountsTable;
+  contact_tag_counts: ContactTagCountsTable;
   messages: MessagesTable;
   notes: NotesTable;
   jobs: JobsTable;
