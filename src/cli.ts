@@ -2,14 +2,15 @@
 import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { loadConfig } from './config.js';
-import { serve } from './main.js';
-import { openStore } from './server.js';
 import { registerAccounts } from './cli/accounts.js';
 import { describeError } from './cli/common.js';
 import { registerDemo } from './cli/demo.js';
 import { registerJobs } from './cli/jobs.js';
 import { registerListen } from './cli/listen.js';
 import { registerUsers } from './cli/users.js';
+
+// The service's code (main.js, server.js) is imported by the commands that run it or open the
+// store: --version, --help, listen, demo and the commands through --url start without it.
 
 // package.json is one level above both src/cli.ts and dist/cli.js.
 const { version } = JSON.parse(
@@ -30,19 +31,26 @@ program
     '--no-workers',
     'run only the HTTP API (scale workers separately with `switchboard worker`)',
   )
-  .action((opts: { workers: boolean }) => serve({ api: true, workers: opts.workers }));
+  .action(async (opts: { workers: boolean }) => {
+    const { serve } = await import('./main.js');
+    await serve({ api: true, workers: opts.workers });
+  });
 
 program
   .command('worker')
   .description(
     'run only the background workers (needs DATABASE_URL to share a database with the API)',
   )
-  .action(() => serve({ api: false, workers: true }));
+  .action(async () => {
+    const { serve } = await import('./main.js');
+    await serve({ api: false, workers: true });
+  });
 
 program
   .command('migrate')
   .description('apply pending database migrations and exit')
   .action(async () => {
+    const { openStore } = await import('./server.js');
     const store = await openStore(loadConfig());
     await store.close();
     process.stdout.write('migrations applied\n');

@@ -85,3 +85,6 @@ export class Unavailable extends AppError {
     super('unavailable', message);
   }
 }
+
+/** Refused by `openStore(…, { existing: true })`: there is no store there yet. */
+export class EmptyStore extends Error {}

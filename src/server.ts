@@ -1,5 +1,6 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { EmptyStore } from './errors.js';
 import { scheduleImportSweep } from './contacts/imports/imports.service.js';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { buildApp } from './app.js';
@@ -25,9 +26,6 @@ export interface Store {
   url: string;
   close(): Promise<void>;
 }
-
-/** Refused by `openStore(…, { existing: true })`: there is no store there yet. */
-export class EmptyStore extends Error {}
 
 const START_FIRST =
   'start the service first (switchboard serve), or pass --url to work through a running one';

@@ -1,8 +1,7 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { ConfigError } from '../config.js';
 import type { Plan, UserRole } from '../db/schema.js';
-import { AppError } from '../errors.js';
-import { EmptyStore } from '../server.js';
+import { AppError, EmptyStore } from '../errors.js';
 
 /** A refusal of the command line's own, printed as it is in one line. */
 export class CliError extends Error {}
