@@ -13,7 +13,13 @@ import {
  * conversations locked, one contact's belongings moved to the other, twin conversations folded.
  */
 export class ContactMergeRepository {
-  /** These contacts locked for a merge (FOR UPDATE, in id order), with their identities. */
+  /**
+   * These contacts locked for a merge (FOR UPDATE, in id order), with their identities. The
+   * identities are read by a statement of their own once the locks are held: a subquery of the
+   * locking statement would still see them as they were before a merge it waited for moved some
+   * in (READ COMMITTED re-reads only the locked rows), and the one-identity-per-channel check
+   * would then pass on stale rows.
+   */
   async lockForMerge(
     trx: Tx,
     accountId: string,
@@ -22,13 +28,33 @@ export class ContactMergeRepository {
     const rows = await trx
       .selectFrom('contacts')
       .select(CONTACT_COLUMNS)
-      .select(IDENTITIES)
       .where('account_id', '=', accountId)
       .where('id', 'in', [...ids])
       .orderBy('id')
       .forUpdate()
       .execute();
-    return new Map(rows.map((r) => [r.id, r]));
+    if (rows.length === 0) return new Map();
+    const identities = await trx
+      .selectFrom('contact_identities')
+      .select(['contact_id', 'channel', 'external_id'])
+      .where('account_id', '=', accountId)
+      .where(
+        'contact_id',
+        'in',
+        rows.map((r) => r.id),
+      )
+      .execute();
+    return new Map(
+      rows.map((r) => [
+        r.id,
+        {
+          ...r,
+          identities: identities
+            .filter((i) => i.contact_id === r.id)
+            .map((i) => ({ channel: i.channel, id: i.external_id })),
+        },
+      ]),
+    );
   }
 
   /** The channels on which these contacts have a conversation, per contact; the rows locked. */

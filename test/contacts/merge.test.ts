@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChannelProvider, OutboundMessage } from '../../src/channels/channel.js';
 import type { Channel } from '../../src/db/schema.js';
@@ -288,6 +289,46 @@ describe('POST /v1/contacts/{id}/merge', () => {
         { id: y.conversationId, contact_id: y.id, channel: 'messenger' },
       ]),
     );
+  });
+
+  it('two merges into one contact at once, each bringing an identity on the same channel: one 200, the other the 409 it is alone', async () => {
+    const acc = await newAccount(t);
+    const into = await createContact(acc);
+    const b = await metOn(t, acc, 'messenger');
+    const c = await metOn(t, acc, 'messenger');
+    const mergesWaiting = async () => {
+      const { rows } = await sql<{ n: number }>`
+        SELECT count(*)::int AS n FROM pg_stat_activity
+        WHERE datname = current_database() AND wait_event_type = 'Lock'
+          AND query LIKE 'select %from "contacts"%for update'`.execute(t.db);
+      return rows[0]!.n;
+    };
+    // Both merges wait on the contact merged into, held here, and then run one after the other:
+    // the second's locking statement began before the first moved its identity in.
+    let answers: Awaited<ReturnType<typeof merge>>[] = [];
+    await t.db.transaction().execute(async (trx) => {
+      await trx.selectFrom('contacts').select('id').where('id', '=', into.id).forUpdate().execute();
+      const both = Promise.all([merge(acc, into.id, b.id), merge(acc, into.id, c.id)]);
+      for (let i = 0; i < 200 && (await mergesWaiting()) < 2; i++)
+        await new Promise((r) => setTimeout(r, 25));
+      expect(await mergesWaiting()).toBe(2);
+      void both.then((a) => (answers = a));
+    });
+    for (let i = 0; i < 200 && answers.length === 0; i++)
+      await new Promise((r) => setTimeout(r, 25));
+    expect(answers.map((a) => a.statusCode).sort()).toEqual([200, 409]);
+    const refused = expectError(
+      answers.find((a) => a.statusCode === 409)!,
+      409,
+    );
+    expect(refused.message).toMatch(/both have a messenger identity/);
+    const merged = answers
+      .find((a) => a.statusCode === 200)!
+      .json<{
+        identities: { channel: string }[];
+      }>();
+    expect(merged.identities.filter((i) => i.channel === 'messenger')).toHaveLength(1);
+    expect(await contactIdsOf(t, acc)).toHaveLength(2);
   });
 
   it('both with a conversation on one channel without two identities there (the sandbox): the other’s is folded into this one’s', async () => {
