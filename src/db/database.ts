@@ -46,6 +46,7 @@ import * as m031 from './migrations/031_broadcast_progress_events.js';
 import * as m032 from './migrations/032_contact_name_keys.js';
 import * as m033 from './migrations/033_contact_import_heartbeat.js';
 import * as m034 from './migrations/034_contact_counts.js';
+import * as m036 from './migrations/036_job_settling.js';
 
 export type Db = Kysely<Tables>;
 export type Tx = Transaction<Tables>;
@@ -191,6 +192,7 @@ export const migrations: Record<string, Migration> = {
   '032_contact_name_keys': m032,
   '033_contact_import_heartbeat': m033,
   '034_contact_counts': m034,
+  '036_job_settling': m036,
 };
 
 /** Applies pending migrations; Kysely's migrator takes a lock, so concurrent starts are safe. */

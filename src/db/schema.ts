@@ -211,6 +211,8 @@ export interface JobsTable {
   created_at: Timestamp;
   /** Set when its retries ran out: kept (and skipped by claims) until retried or deleted. */
   dead_at: Timestamp | null;
+  /** Its retries ran out but settling it failed: it comes back to be settled, not to run. */
+  settling: Generated<boolean>;
 }
 
 export interface WebhooksTable {

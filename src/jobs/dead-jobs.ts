@@ -58,7 +58,13 @@ export class DeadJobs {
   async retry(id: string): Promise<{ id: string; kind: string; account_id: string }> {
     const row = await this.deps.db
       .updateTable('jobs')
-      .set({ dead_at: null, attempts: 0, locked_until: null, run_at: this.deps.clock.now() })
+      .set({
+        dead_at: null,
+        settling: false,
+        attempts: 0,
+        locked_until: null,
+        run_at: this.deps.clock.now(),
+      })
       .where('id', '=', id)
       .where('dead_at', 'is not', null)
       .returning(['id', 'kind', 'account_id'])

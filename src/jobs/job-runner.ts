@@ -54,7 +54,12 @@ export interface JobRunnerOptions {
   /** Only this account's jobs (tests and tools); every account's by default. */
   accountId?: string;
   pollIntervalMs?: number;
+  /** How long after a dead job's settling failed it is settled again (see `bury`). */
+  settleRetryMs?: number;
 }
+
+/** A claimed job; `settling` when it comes back only to be settled (see `bury`). */
+type Claimed = ClaimedJob & { settling: boolean; lastError: string | null };
 
 /** Claims due jobs with FOR UPDATE SKIP LOCKED, so any number of runners can share the table. */
 export class JobRunner {
@@ -62,6 +67,7 @@ export class JobRunner {
   private readonly leaseMs: number;
   private readonly concurrency: number;
   private readonly pollIntervalMs: number;
+  private readonly settleRetryMs: number;
   private readonly inFlight = new Set<Promise<void>>();
   private readonly loop: PollLoop;
   /**
@@ -75,6 +81,7 @@ export class JobRunner {
     this.leaseMs = opts.leaseMs ?? 60_000;
     this.concurrency = opts.concurrency ?? 32;
     this.pollIntervalMs = opts.pollIntervalMs ?? 100;
+    this.settleRetryMs = opts.settleRetryMs ?? 60_000;
     const queue = new JobQueue(opts.clock);
     this.finished = new Batcher<ClaimedJob, void>(
       async (jobs) => {
@@ -155,7 +162,7 @@ export class JobRunner {
    * (`run_at`): should its runner die, it runs then; and jobs running meanwhile never lie in
    * front of the next claim's scan of due jobs, which walks `run_at` in order.
    */
-  private async claim(now: Date, limit: number): Promise<ClaimedJob[]> {
+  private async claim(now: Date, limit: number): Promise<Claimed[]> {
     const kinds = [...this.handlers.keys()];
     if (kinds.length === 0) return [];
     const lease = new Date(now.getTime() + this.leaseMs);
@@ -165,6 +172,8 @@ export class JobRunner {
       kind: JobKind;
       payload: unknown;
       attempts: number;
+      last_error: string | null;
+      settling: boolean;
     }>`
       UPDATE jobs SET locked_until = ${lease}, run_at = ${lease}, attempts = jobs.attempts + 1
       FROM (
@@ -177,25 +186,28 @@ export class JobRunner {
         FOR UPDATE SKIP LOCKED
       ) due
       WHERE jobs.account_id = due.account_id AND jobs.id = due.id
-      RETURNING jobs.account_id, jobs.id, jobs.kind, jobs.payload, jobs.attempts`.execute(
+      RETURNING jobs.account_id, jobs.id, jobs.kind, jobs.payload, jobs.attempts, jobs.last_error, jobs.settling`.execute(
       this.opts.db,
     );
-    return rows.rows.map((r) => {
-      const job: ClaimedJob = {
-        accountId: r.account_id,
-        id: r.id,
-        kind: r.kind,
-        payload: r.payload as JobPayloads[JobKind],
-        attempts: r.attempts,
-        lease,
-      };
-      return job;
-    });
+    return rows.rows.map((r) => ({
+      accountId: r.account_id,
+      id: r.id,
+      kind: r.kind,
+      payload: r.payload as JobPayloads[JobKind],
+      attempts: r.attempts,
+      lease,
+      lastError: r.last_error,
+      settling: r.settling,
+    }));
   }
 
-  private async execute(job: ClaimedJob): Promise<void> {
+  private async execute(job: Claimed): Promise<void> {
     const handler = this.handlers.get(job.kind);
     if (!handler) return;
+    if (job.settling) {
+      await this.bury(handler, job, job.lastError ?? 'its retries ran out');
+      return;
+    }
     let outcome: JobOutcome;
     try {
       outcome = await handler.handle(job);
@@ -245,36 +257,46 @@ export class JobRunner {
 
   /**
    * Marks the job dead with its last error and lets its handler settle what the job worked on,
-   * in one transaction. Should the handler's hook fail too, the job is marked dead all the same
-   * (with both errors), since a job that can neither run nor be settled must still stop.
+   * in one transaction. Should the handler's hook fail, nothing of it is kept and the job is
+   * not dead yet: it comes back after `settleRetryMs` and is settled again (not run again),
+   * until the hook succeeds, so that what it worked on (a broadcast `sending`) always reaches
+   * its final state.
    */
   private async bury(handler: JobHandler, job: ClaimedJob, error: string): Promise<void> {
-    const markDead = async (trx: Db | Tx, lastError: string) => {
-      const r = await trx
-        .updateTable('jobs')
-        .set({
-          dead_at: this.opts.clock.now(),
-          locked_until: null,
-          last_error: lastError.slice(0, 2000),
-        })
-        .where('account_id', '=', job.accountId)
-        .where('id', '=', job.id)
-        .where('locked_until', '=', job.lease)
-        .executeTakeFirst();
-      return r.numUpdatedRows > 0n;
-    };
     try {
       await this.opts.db.transaction().execute(async (trx) => {
+        const dead = await trx
+          .updateTable('jobs')
+          .set({
+            dead_at: this.opts.clock.now(),
+            locked_until: null,
+            last_error: error.slice(0, 2000),
+            settling: false,
+          })
+          .where('account_id', '=', job.accountId)
+          .where('id', '=', job.id)
+          .where('locked_until', '=', job.lease)
+          .executeTakeFirst();
         // Only the runner still holding the lease settles the job, and only once.
-        if ((await markDead(trx, error)) && handler.onDead) await handler.onDead(trx, job, error);
+        if (dead.numUpdatedRows > 0n && handler.onDead) await handler.onDead(trx, job, error);
       });
     } catch (err) {
       this.opts.log.error(
         { err, job: { id: job.id, kind: job.kind } },
-        'settling a dead job failed; marking it dead without settling',
+        'settling a dead job failed; it is settled again later',
       );
-      const why = err instanceof Error ? err.message : String(err);
-      await markDead(this.opts.db, `${error} (and settling it failed: ${why})`);
+      await this.opts.db
+        .updateTable('jobs')
+        .set({
+          run_at: new Date(this.opts.clock.now().getTime() + this.settleRetryMs),
+          locked_until: null,
+          last_error: error.slice(0, 2000),
+          settling: true,
+        })
+        .where('account_id', '=', job.accountId)
+        .where('id', '=', job.id)
+        .where('locked_until', '=', job.lease)
+        .execute();
     }
   }
 

@@ -308,32 +308,71 @@ describe('JobRunner', () => {
     expect(seen).toHaveLength(1);
   });
 
-  it('a job whose onDead hook fails is rolled back with it and still marked dead, with both errors', async () => {
+  it('a job whose onDead hook fails is rolled back with it, not dead, and settled again later (not run again) until the hook succeeds', async () => {
     const kind = testKind();
     await enqueue(kind, 1);
+    let runs = 0;
+    let settles = 0;
     const h: JobHandler = {
       ...handler(kind, [], async () => {
+        runs += 1;
         throw new Error('cannot run');
       }),
-      onDead: async (trx) => {
+      onDead: async (trx, _job, lastError) => {
+        settles += 1;
+        expect(lastError).toBe('cannot run');
         await trx
           .insertInto('tags')
-          .values({ account_id: 'acc_jobtest', name: kind, created_at: t.clock.now() })
+          .values({
+            account_id: 'acc_jobtest',
+            name: `${kind}.${settles}`,
+            created_at: t.clock.now(),
+          })
           .execute();
-        throw new Error('cannot settle');
+        if (settles < 3) throw new Error('cannot settle');
       },
     };
-    await runner([h]).drain();
-    const [row] = await t.db
-      .selectFrom('jobs')
-      .select(['dead_at', 'last_error'])
-      .where('kind', '=', kind)
-      .execute();
-    expect(row!.dead_at).not.toBeNull();
-    expect(row!.last_error).toBe('cannot run (and settling it failed: cannot settle)');
-    // What the hook wrote went with its transaction.
-    const tags = await t.db.selectFrom('tags').select('name').where('name', '=', kind).execute();
-    expect(tags).toEqual([]);
+    const r = new JobRunner({
+      db: t.db,
+      clock: t.clock,
+      log: t.app.log,
+      handlers: [h],
+      settleRetryMs: 5000,
+    });
+    const job = async () =>
+      t.db
+        .selectFrom('jobs')
+        .select(['dead_at', 'last_error', 'run_at'])
+        .where('kind', '=', kind)
+        .executeTakeFirstOrThrow();
+    await r.drain();
+    expect([runs, settles]).toEqual([1, 1]);
+    expect(await job()).toEqual({
+      dead_at: null,
+      last_error: 'cannot run',
+      run_at: new Date(t.clock.now().getTime() + 5000),
+    });
+    // What the failed hook wrote went with its transaction.
+    const tags = () =>
+      t.db.selectFrom('tags').select('name').where('name', 'like', `${kind}%`).execute();
+    expect(await tags()).toEqual([]);
+
+    t.clock.advance(4999);
+    await r.drain();
+    expect(settles).toBe(1);
+    t.clock.advance(1);
+    await r.drain();
+    expect([runs, settles]).toEqual([1, 2]);
+    expect((await job()).dead_at).toBeNull();
+
+    t.clock.advance(5000);
+    await r.drain();
+    expect([runs, settles]).toEqual([1, 3]);
+    expect(await job()).toMatchObject({ dead_at: t.clock.now(), last_error: 'cannot run' });
+    expect(await tags()).toEqual([{ name: `${kind}.3` }]);
+    t.clock.advance(86_400_000);
+    await r.drain();
+    expect([runs, settles]).toEqual([1, 3]);
   });
 
   it('a handler that fails once and then succeeds runs exactly twice', async () => {
