@@ -21,12 +21,13 @@ import type { ProcessItem, ReadWebhook } from './webhook-processing.js';
 export const INBOUND_WAIT_DELAYS_MS = [2_000, 10_000, 30_000, 120_000, 600_000];
 
 /**
- * How many of INBOUND_WAIT_DELAYS_MS a Messenger or Instagram report on a message id we do not
- * know waits (2 s, then 10 s): there, unlike WhatsApp, reports also name messages we never sent
- * (replies from the Page inbox or the Instagram app, whose echoes are ignored), so a report is
- * only given the time a send of ours takes to record its id, not minutes.
+ * How many of INBOUND_WAIT_DELAYS_MS a status report on a message id we do not know waits (2 s,
+ * then 10 s): the time a send of ours takes to record the id it was given, not minutes. On every
+ * channel reports also name messages we never sent (on Messenger and Instagram replies from the
+ * Page inbox or the app; on WhatsApp messages sent from the Business app or another system on
+ * the same number), and those are dropped after these waits.
  */
-export const PAGE_UNKNOWN_WAITS = 2;
+export const UNKNOWN_REPORT_WAITS = 2;
 
 /**
  * A webhook on the full path, on its own: media downloaded, senders' names looked up, reports
@@ -111,11 +112,11 @@ export class ContentProcessor {
       }
     }
 
-    // A loose report (Messenger's, Instagram's) may name a caption's id (another name of the
-    // message sent with it), or a message we never sent: it waits only briefly
-    // (PAGE_UNKNOWN_WAITS).
+    // A report may name a message we never sent: it waits only briefly (UNKNOWN_REPORT_WAITS).
+    // A loose one (Messenger's, Instagram's) may also name a caption's id, another name of the
+    // message sent with it.
     const loose = adapter.looseReports;
-    const mayWait = !lastAttempt && (!loose || attempt <= PAGE_UNKNOWN_WAITS);
+    const mayWait = attempt <= UNKNOWN_REPORT_WAITS;
     const aliases = loose
       ? await this.deps.providerIdAliases.resolve(accountId, [
           ...content.statuses.map((s) => s.providerMessageId),

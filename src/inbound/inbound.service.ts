@@ -25,7 +25,7 @@ import { SenderNames } from './sender-names.js';
 import { WebhookIntake } from './webhook-intake.js';
 import { WebhookProcessing } from './webhook-processing.js';
 
-export { INBOUND_WAIT_DELAYS_MS, PAGE_UNKNOWN_WAITS } from './content-processor.js';
+export { INBOUND_WAIT_DELAYS_MS, UNKNOWN_REPORT_WAITS } from './content-processor.js';
 export { PROFILE_INLINE_MS, PROFILE_RETRY_DELAYS_MS } from './sender-names.js';
 export { INBOUND_RETRY_DELAYS_MS } from './webhook-intake.js';
 

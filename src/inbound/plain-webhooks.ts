@@ -3,7 +3,7 @@ import type { ProviderStatusReport } from '../channels/webhook-content.js';
 import { runIsolated } from '../db/batcher.js';
 import { AppError } from '../errors.js';
 import type { JobOutcome } from '../jobs/job-runner.js';
-import { INBOUND_WAIT_DELAYS_MS } from './content-processor.js';
+import { INBOUND_WAIT_DELAYS_MS, UNKNOWN_REPORT_WAITS } from './content-processor.js';
 import type { InboundSink, PhoneSinkMessage } from './inbound-sink.js';
 import type { ProcessResult, ReadWebhook } from './webhook-processing.js';
 
@@ -107,11 +107,11 @@ export class PlainWebhooks {
             'inbound message refused; skipped',
           );
       }
-      const lastAttempt = p.attempt > INBOUND_WAIT_DELAYS_MS.length;
+      const mayWait = p.attempt <= UNKNOWN_REPORT_WAITS;
       const waiting: string[] = [];
       for (const status of p.statuses) {
         if (applied[nextStatus++] !== 'unknown') continue;
-        if (lastAttempt)
+        if (!mayWait)
           p.log.warn(
             { message: status.providerMessageId, status: status.status },
             'status report for an unknown message; dropped',

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { OutboundMessage } from '../../src/channels/channel.js';
 import {
   INBOUND_WAIT_DELAYS_MS,
-  PAGE_UNKNOWN_WAITS,
+  UNKNOWN_REPORT_WAITS,
   PROFILE_RETRY_DELAYS_MS,
 } from '../../src/inbound/inbound.service.js';
 import { PageMessagingProvider } from '../../src/channels/meta-pages/page-messaging.provider.js';
@@ -806,7 +806,7 @@ describe('Messenger webhooks (object "page")', () => {
     }
     expect((await pending()).processed_at).not.toBeNull();
     // It did wait, for the short waits and no more.
-    const shortWaits = INBOUND_WAIT_DELAYS_MS.slice(0, PAGE_UNKNOWN_WAITS);
+    const shortWaits = INBOUND_WAIT_DELAYS_MS.slice(0, UNKNOWN_REPORT_WAITS);
     expect(waited).toBe(shortWaits.reduce((sum, delay) => sum + delay, 0));
     const jobs = await h.t.db
       .selectFrom('jobs')
