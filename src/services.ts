@@ -12,20 +12,15 @@ import { BroadcastStats } from './broadcasts/broadcast-stats.js';
 import { BroadcastsRepository } from './broadcasts/broadcasts.repository.js';
 import { BroadcastsService } from './broadcasts/broadcasts.service.js';
 import type { ChannelProvider, ResolvedProvider } from './channels/channel.js';
-import { PageMessagingProvider } from './channels/meta-pages/page-messaging.provider.js';
 import { GraphClient } from './channels/meta/graph-client.js';
 import { SandboxProvider } from './channels/sandbox/sandbox.provider.js';
 import { WebchatProvider } from './channels/webchat/webchat.provider.js';
 import { templateApiOf } from './channels/template-apis.js';
-import { WhatsAppCloudProvider } from './channels/whatsapp/whatsapp-cloud.provider.js';
 import type { Clock } from './clock.js';
 import type { Config } from './config.js';
 import { ConnectionsRepository, type ConnectionRow } from './connections/connections.repository.js';
 import { ConnectionsService } from './connections/connections.service.js';
-import {
-  ConnectionProviderResolver,
-  type ProviderFactory,
-} from './connections/provider-resolver.js';
+import { ConnectionProviderResolver } from './connections/provider-resolver.js';
 import { SecretBox } from './connections/secret-box.js';
 import { ContactsRepository } from './contacts/contacts.repository.js';
 import type { Contact } from './contacts/contacts.schema.js';
@@ -51,6 +46,7 @@ import { inboundWebhookJob } from './inbound/inbound.job.js';
 import { InboundWebhooksRepository } from './inbound/inbound.repository.js';
 import { InboundWebhooksService } from './inbound/inbound.service.js';
 import { ProviderIdAliasesRepository } from './inbound/provider-id-aliases.repository.js';
+import { providerFactories } from './provider-factories.js';
 import { ClaimKeeper } from './jobs/claim-keeper.js';
 import { JobQueue } from './jobs/job-queue.js';
 import type { JobHandler } from './jobs/job-runner.js';
@@ -82,6 +78,7 @@ import { type WebchatLimits } from './webchat/webchat.routes.js';
 import { WebchatService } from './webchat/webchat.service.js';
 import { WebhooksRepository } from './webhooks/webhooks.repository.js';
 import { WebhooksService } from './webhooks/webhooks.service.js';
+import { webhookPurgeJob } from './webhooks/webhook-purge.job.js';
 
 export type AppConfig = Pick<
   Config,
@@ -142,8 +139,7 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
   const jobs = new JobQueue(clock);
   const usersRepo = new UsersRepository(db);
   // One listening connection per process: the read caches', event streams', presence's, widget's.
-  const streamLog = deps.log ?? pino({ level: config.logLevel });
-  const notifications = new Notifications({ url: deps.eventFeedUrl ?? null, log: streamLog });
+  const notifications = new Notifications({ url: deps.eventFeedUrl ?? null, log });
   const presence = new Presence({ db, notifications });
   const conversationsRepo = new ConversationsRepository(db);
   const messagesRepo = new MessagesRepository(db);
@@ -217,49 +213,19 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
         log.error({ err, connection: row.id }, 'recording a refused token failed'),
       );
   const providerIdAliases = new ProviderIdAliasesRepository(db);
-  // Messenger and Instagram both send through the Page's Send API with the page token.
-  const pageProvider =
-    (channel: 'messenger' | 'instagram'): ProviderFactory =>
-    ({ row, secrets }) =>
-      new PageMessagingProvider({
-        graph,
-        channel,
-        pageId: String(row.settings.page_id),
-        pageAccessToken: secrets.page_access_token!,
-        tokenRefused: (reason) => refused(row, reason),
-        // A caption's own message id names the message too (reads and deliveries may name it).
-        captionSent: (attachmentId, captionId) =>
-          providerIdAliases
-            .add(row.account_id, captionId, attachmentId, clock.now())
-            .catch((err: unknown) =>
-              log.error(
-                { err, connection: row.id, message: attachmentId },
-                'recording a caption’s message id failed; reports naming it will be dropped',
-              ),
-            ),
-        captionFailed: (attachmentId, reason) =>
-          log.warn(
-            { connection: row.id, message: attachmentId, reason },
-            'caption not sent; the attachment was, so the message stays sent without it',
-          ),
-      });
   const resolver = new ConnectionProviderResolver({
     connections: connectionsRepo,
     secretBox,
     sandbox,
     sandboxEnabled: config.sandboxEnabled,
-    factories: {
-      messenger: pageProvider('messenger'),
-      instagram: pageProvider('instagram'),
-      whatsapp_cloud: ({ row, secrets }) =>
-        new WhatsAppCloudProvider({
-          graph,
-          phoneNumberId: String(row.settings.phone_number_id),
-          accessToken: secrets.access_token!,
-          tokenRefused: (reason) => refused(row, reason),
-        }),
-      webchat: () => webchatProvider,
-    },
+    factories: providerFactories({
+      graph,
+      webchat: webchatProvider,
+      captionAliases: providerIdAliases,
+      tokenRefused: refused,
+      clock,
+      log,
+    }),
     cache: caches.connection,
     overrides: deps.providers,
   });
@@ -361,7 +327,9 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
   const webhooks = new WebhooksService({
     tx,
     webhooks: new WebhooksRepository(db),
+    jobs,
     clock,
+    log,
     allowPrivate: config.allowPrivateTargets,
   });
   const broadcasts = new BroadcastsService({
@@ -423,7 +391,7 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     events: new EventsRepository(db),
     feed: eventFeed,
     clock,
-    log: streamLog,
+    log,
     limits: deps.eventStreams,
     presence,
     // A stream ends (`event: end`) once its key is revoked, its plan loses API access, or it ends.
@@ -456,6 +424,7 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     messageSendJob(messages, messagesRepo),
     inboundWebhookJob(inbound),
     contactProfileJob(inbound),
+    webhookPurgeJob(webhooks),
   ] as JobHandler[];
   const contactImports = new ContactImportsService({
     tx,

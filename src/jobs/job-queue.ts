@@ -32,6 +32,8 @@ export interface JobPayloads {
    * their first message was recorded: the connection, and the sender's id (PSID, IGSID) there.
    */
   'contact.profile': { v: 1; connection_id: string; identity: string };
+  /** Deletes what is left of a deleted webhook: its deliveries and attempt log, in batches. */
+  'webhook.purge': { v: 1; webhook_id: string };
 }
 export type JobKind = keyof JobPayloads;
 

@@ -2,10 +2,14 @@ import { sql, type Selectable } from 'kysely';
 import type { Db, Tx } from '../db/database.js';
 import type { WebhookAttemptsTable, WebhooksTable } from '../db/schema.js';
 import { paged } from '../db/paged.js';
+import { deleteInBatches } from '../db/retention.js';
 import type { PageRequest } from '../http/pagination.js';
 
 export type WebhookRow = Selectable<WebhooksTable>;
 export type AttemptRow = Selectable<WebhookAttemptsTable>;
+
+/** Rows a deleted webhook's purge deletes per statement. */
+export const PURGE_BATCH = 5_000;
 
 export class WebhooksRepository {
   constructor(private readonly db: Db) {}
@@ -69,25 +73,53 @@ export class WebhooksRepository {
   }
 
   /** Removes the webhook with everything queued or logged for it: deliveries stop at once. */
+  /**
+   * Deletes the webhook; its deliveries and attempt log stay for `purge`, which takes them in
+   * batches of their own: a webhook failing for days has millions of rows, and one transaction
+   * deleting them all would hold back every account's event streams until it ends (they wait
+   * for every transaction older than the events they send).
+   */
   async delete(trx: Tx, accountId: string, id: string): Promise<boolean> {
     const r = await trx
       .deleteFrom('webhooks')
       .where('account_id', '=', accountId)
       .where('id', '=', id)
       .executeTakeFirst();
-    if (r.numDeletedRows === 0n) return false;
-    await lockDeliveries(trx, accountId, id);
-    await trx
-      .deleteFrom('webhook_deliveries')
-      .where('account_id', '=', accountId)
-      .where('webhook_id', '=', id)
-      .execute();
-    await trx
-      .deleteFrom('webhook_attempts')
-      .where('account_id', '=', accountId)
-      .where('webhook_id', '=', id)
-      .execute();
-    return true;
+    return r.numDeletedRows > 0n;
+  }
+
+  /**
+   * Deletes a deleted webhook's deliveries, then its attempt log, `batchSize` rows per statement
+   * (each its own short transaction). Deliveries are locked in primary-key order, as every
+   * multi-row lock on them is (lockDeliveries), and one being recorded right now is skipped:
+   * its record finds it or not, and a later purge takes what is left. Answers whether anything
+   * is left.
+   */
+  async purge(accountId: string, webhookId: string, batchSize = PURGE_BATCH): Promise<boolean> {
+    await deleteInBatches(
+      this.db,
+      'webhook_deliveries',
+      (limit) => sql`
+        SELECT ctid FROM webhook_deliveries
+        WHERE account_id = ${accountId} AND webhook_id = ${webhookId}
+        ORDER BY account_id, webhook_id, event_id LIMIT ${limit}
+        FOR UPDATE SKIP LOCKED`,
+      batchSize,
+    );
+    // After the deliveries: an attempt recorded meanwhile is in the log by now.
+    await deleteInBatches(
+      this.db,
+      'webhook_attempts',
+      (limit) => sql`
+        SELECT ctid FROM webhook_attempts
+        WHERE account_id = ${accountId} AND webhook_id = ${webhookId} LIMIT ${limit}`,
+      batchSize,
+    );
+    const left = await sql<{ left: boolean }>`
+      SELECT EXISTS (SELECT 1 FROM webhook_deliveries WHERE account_id = ${accountId} AND webhook_id = ${webhookId})
+          OR EXISTS (SELECT 1 FROM webhook_attempts WHERE account_id = ${accountId} AND webhook_id = ${webhookId})
+        AS left`.execute(this.db);
+    return left.rows[0]!.left;
   }
 
   /** Gives up what is still queued for a webhook that no longer takes deliveries. */

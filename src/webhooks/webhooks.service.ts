@@ -1,9 +1,12 @@
+import type { FastifyBaseLogger } from 'fastify';
 import net from 'node:net';
 import type { Clock } from '../clock.js';
 import type { Scope, Transactor } from '../db/transactor.js';
 import { AppError, Conflict, NotFound, ValidationError } from '../errors.js';
 import type { PageRequest, PageResult } from '../http/pagination.js';
 import { newId } from '../ids.js';
+import type { JobQueue } from '../jobs/job-queue.js';
+import type { JobOutcome } from '../jobs/job-runner.js';
 import { isPrivateAddress } from '../net/address-guard.js';
 import { newWebhookSecret } from './signing.js';
 import type { AttemptRow, WebhookRow, WebhooksRepository } from './webhooks.repository.js';
@@ -18,6 +21,9 @@ import type {
 import { WEBHOOK_TEST_EVENT, type WebhookTestPayload } from '../events/event-types.js';
 
 export const MAX_WEBHOOKS_PER_ACCOUNT = 20;
+
+/** When a deleted webhook's purge job looks for what is left (see `delete`). */
+const PURGE_CHECK_MS = 60_000;
 
 const toWebhook = (r: WebhookRow): Webhook => ({
   id: r.id,
@@ -66,7 +72,9 @@ export class WebhooksService {
     private readonly deps: {
       tx: Transactor;
       webhooks: WebhooksRepository;
+      jobs: JobQueue;
       clock: Clock;
+      log: FastifyBaseLogger;
       allowPrivate: boolean;
     },
   ) {}
@@ -134,12 +142,36 @@ export class WebhooksService {
     });
   }
 
+  /**
+   * Deletes the webhook at once (nothing more is delivered to it), then its deliveries and
+   * attempt log in batches (WebhooksRepository.purge). A `webhook.purge` job queued with the
+   * deletion finishes what a failure or a restart left.
+   */
   async delete(scope: Scope, id: string): Promise<{ success: true }> {
-    return this.deps.tx.run(scope, async (trx) => {
+    await this.deps.tx.run(scope, async (trx) => {
       if (!(await this.deps.webhooks.delete(trx, scope.accountId, id)))
         throw new NotFound('webhook', id);
-      return { success: true as const };
+      await this.deps.jobs.enqueue(
+        trx,
+        scope.accountId,
+        'webhook.purge',
+        { v: 1, webhook_id: id },
+        { delayMs: PURGE_CHECK_MS },
+      );
     });
+    try {
+      await this.deps.webhooks.purge(scope.accountId, id);
+    } catch (err) {
+      this.deps.log.warn({ err, webhook: id }, 'purging a deleted webhook failed; its job retries');
+    }
+    return { success: true as const };
+  }
+
+  /** The `webhook.purge` job: done once nothing of the deleted webhook is left. */
+  async purge(accountId: string, webhookId: string): Promise<JobOutcome> {
+    return (await this.deps.webhooks.purge(accountId, webhookId))
+      ? { status: 'continue', afterMs: PURGE_CHECK_MS }
+      : { status: 'done' };
   }
 
   async listAttempts(
