@@ -7,7 +7,16 @@ export interface Config {
   host: string;
   dataDir: string;
   databaseUrl: string | null;
-  /** Named prepared statements; off for poolers that cannot keep them (PgBouncer transaction mode before 1.21). */
+  /**
+   * The same database without a pooler between (DATABASE_DIRECT_URL), for what needs a session
+   * of its own: LISTEN, and the migrations. Set it when DATABASE_URL names PgBouncer in
+   * transaction mode; null means DATABASE_URL serves for both.
+   */
+  databaseDirectUrl: string | null;
+  /**
+   * Named prepared statements; off for poolers that cannot keep them (PgBouncer transaction mode
+   * before 1.21). Off by default when DATABASE_DIRECT_URL is set (a pooler is in front).
+   */
   databasePreparedStatements: boolean;
   /** In-process caches of key owners and contacts, kept correct through LISTEN/NOTIFY; off behind PgBouncer's transaction mode. */
   readCache: boolean;
@@ -149,12 +158,24 @@ export function loadConfig(env: Env = process.env): Config {
   const publicUrl =
     readUrl(env, 'PUBLIC_URL', ['http:', 'https:']) ??
     `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  const databaseUrl = readUrl(env, 'DATABASE_URL', ['postgres:', 'postgresql:']);
+  const databaseDirectUrl = readUrl(env, 'DATABASE_DIRECT_URL', ['postgres:', 'postgresql:']);
+  if (databaseDirectUrl && !databaseUrl) {
+    throw new ConfigError(
+      'DATABASE_DIRECT_URL is the direct way to the database that DATABASE_URL names through a pooler: set DATABASE_URL too',
+    );
+  }
   return {
     port,
     host,
     dataDir: path.resolve(env.DATA_DIR || './data'),
-    databaseUrl: readUrl(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
-    databasePreparedStatements: readBool(env, 'DATABASE_PREPARED_STATEMENTS', true),
+    databaseUrl,
+    databaseDirectUrl,
+    databasePreparedStatements: readBool(
+      env,
+      'DATABASE_PREPARED_STATEMENTS',
+      databaseDirectUrl === null,
+    ),
     readCache: readBool(env, 'READ_CACHE', true),
     trustProxy: readTrustProxy(env),
     redisUrl: readUrl(env, 'REDIS_URL', ['redis:', 'rediss:']),

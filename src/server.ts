@@ -24,6 +24,8 @@ import { CONNECTION_TOPIC } from './connections/provider-resolver.js';
 export interface Store {
   db: Db;
   url: string;
+  /** The database without a pooler between, for sessions (LISTEN): DATABASE_DIRECT_URL or `url`. */
+  directUrl: string;
   close(): Promise<void>;
 }
 
@@ -50,23 +52,30 @@ export async function openStore(
     url = embedded.url;
   }
   const db = createDb(url, { preparedStatements: config.databasePreparedStatements });
+  // The migrations take a lock for their whole run: on a session of their own, past any pooler.
+  const direct = config.databaseDirectUrl
+    ? createDb(config.databaseDirectUrl, { max: 1, preparedStatements: false })
+    : null;
   try {
-    if (opts.existing && !(await storeExists(db))) {
+    if (opts.existing && !(await storeExists(direct ?? db))) {
       throw new EmptyStore(
         config.databaseUrl
           ? `no store in the database at DATABASE_URL (no migrations table): ${START_FIRST}`
           : `no store in DATA_DIR ${config.dataDir} (its database has no migrations table): ${START_FIRST}`,
       );
     }
-    await migrate(db);
+    await migrate(direct ?? db);
   } catch (err) {
     await db.destroy();
     await embedded?.stop();
     throw err;
+  } finally {
+    await direct?.destroy();
   }
   return {
     db,
     url,
+    directUrl: config.databaseDirectUrl ?? url,
     close: async () => {
       await db.destroy();
       await embedded?.stop();
@@ -132,8 +141,8 @@ export async function startService(
     db: store.db,
     rateLimiter,
     clock: systemClock,
-    // LISTEN needs a session of its own: not through a pooler in transaction mode (READ_CACHE=false).
-    eventFeedUrl: roles.api && config.readCache ? store.url : null,
+    // LISTEN needs a session of its own: never through a pooler in transaction mode.
+    eventFeedUrl: roles.api && config.readCache ? store.directUrl : null,
   });
   logTo.app = app.log;
   const feed = roles.api && config.readCache ? listenForChanges(services) : null;
