@@ -69,6 +69,11 @@ describe('registration without ALLOW_PRIVATE_TARGETS', () => {
     'https://192.168.1.10/x',
     'https://[::1]/x',
     'https://[::ffff:127.0.0.1]/x',
+    // IPv4-compatible: WHATWG URL makes these [::a9fe:a9fe] and [::7f00:1].
+    'https://[::169.254.169.254]/x',
+    'https://[::127.0.0.1]/x',
+    'https://[64:ff9b::7f00:1]/x',
+    'https://[2002:a9fe:a9fe::1]/x',
     'https://169.254.169.254/x',
     'https://localhost/x',
     'https://localhost./x',
@@ -85,12 +90,17 @@ describe('registration without ALLOW_PRIVATE_TARGETS', () => {
     expect((await acc.call({ method: 'GET', url: '/v1/webhooks' })).json().total).toBe(0);
   });
 
-  it('a public https URL is still accepted', async () => {
+  it.each([
+    'https://93.184.215.14/x',
+    // The same public address through NAT64 and 6to4: judged by the address inside.
+    'https://[64:ff9b::5db8:d70e]/x',
+    'https://[2002:5db8:d70e::1]/x',
+  ])('a public https URL is still accepted: %s', async (url) => {
     const acc = await newAccount(t);
     const res = await acc.call({
       method: 'POST',
       url: '/v1/webhooks',
-      payload: { url: 'https://93.184.215.14/x', events: ['contact.created'] },
+      payload: { url, events: ['contact.created'] },
     });
     expectStatus(res, 201);
   });
@@ -112,6 +122,8 @@ describe('guardedFetch', () => {
     'https://10.1.2.3/x',
     'https://[::1]:9/x',
     'https://169.254.169.254/latest/meta-data',
+    'https://[::169.254.169.254]/latest/meta-data',
+    'https://[::127.0.0.1]:9/x',
   ])('refuses the IP literal %s without connecting', async (url) => {
     const err = await guardedFetch({ ...base, url }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OutboundError);
