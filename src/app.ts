@@ -26,6 +26,7 @@ import { DOCS_PAGE } from './http/docs-page.js';
 import { installIdempotency, type ResponseSealer } from './http/idempotency.js';
 import { SecretBox } from './connections/secret-box.js';
 import { installInputGuard } from './http/input-guard.js';
+import { loggerOptions } from './logging.js';
 import { completeOpenApi } from './openapi-document.js';
 import { ErrorBody, NoQuery } from './http/schemas.js';
 import { validatorCompiler } from './http/validation.js';
@@ -50,13 +51,7 @@ export async function buildApp(
 ): Promise<{ app: FastifyInstance; services: Services }> {
   const services = buildServices(deps);
   const app = Fastify({
-    logger: {
-      level: deps.config.logLevel,
-      redact: {
-        paths: ['req.headers.authorization', 'req.headers["idempotency-key"]'],
-        remove: true,
-      },
-    },
+    logger: { ...loggerOptions(deps.config.logLevel), stream: deps.logStream },
     bodyLimit: BODY_LIMIT,
     trustProxy: trustProxyOption(deps.config.trustProxy ?? false),
     requestIdHeader: false,

@@ -1,7 +1,6 @@
 // The service graph, built once and wired by hand: app.ts puts the routes on it, server.ts its workers.
 
 import { type FastifyBaseLogger } from 'fastify';
-import { pino } from 'pino';
 import { AccountsRepository, type KeyOwner } from './accounts/accounts.repository.js';
 import { AccountsService } from './accounts/accounts.service.js';
 import { broadcastSendJob } from './broadcasts/broadcast-send.job.js';
@@ -50,6 +49,7 @@ import { providerFactories } from './provider-factories.js';
 import { ClaimKeeper } from './jobs/claim-keeper.js';
 import { JobQueue } from './jobs/job-queue.js';
 import type { JobHandler } from './jobs/job-runner.js';
+import { newLogger, type LogDeps } from './logging.js';
 import { MediaLinks } from './media/media-links.js';
 import { MediaRepository } from './media/media.repository.js';
 import { MediaService } from './media/media.service.js';
@@ -104,7 +104,7 @@ export type AppConfig = Pick<
   /** Believe no X-Forwarded-For when absent. */
   Partial<Pick<Config, 'trustProxy'>>;
 
-export interface AppDeps {
+export interface AppDeps extends LogDeps {
   config: AppConfig;
   db: Db;
   rateLimiter: RateLimiter;
@@ -133,7 +133,7 @@ export interface AppDeps {
 /** Every service, built once from the few repositories and adapters each one uses. */
 export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
   const { db, clock, config } = deps;
-  const log = deps.log ?? pino({ level: config.logLevel });
+  const log = deps.log ?? newLogger(config.logLevel, deps.logStream);
   const tx = new Transactor(db);
   const outbox = new Outbox(clock);
   const jobs = new JobQueue(clock);

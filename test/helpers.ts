@@ -55,6 +55,8 @@ export async function startTestApp(
     sendWaitMs?: AppDeps['sendWaitMs'];
     /** How long a send's first attempt holds its job before a runner may send again. */
     sendLeaseMs?: AppDeps['sendLeaseMs'];
+    /** Where the service's log lines go (with a `logLevel` in `config`: it is silent by default). */
+    logStream?: AppDeps['logStream'];
   } = {},
 ): Promise<TestApp> {
   const url = opts.databaseUrl ?? testDatabaseUrl();
@@ -82,6 +84,7 @@ export async function startTestApp(
     webchatLimits: opts.webchatLimits,
     sendWaitMs: opts.sendWaitMs,
     sendLeaseMs: opts.sendLeaseMs,
+    logStream: opts.logStream,
   });
   // Every response is checked against docs/openapi.json (test/setup.ts fails the test).
   installConformanceCheck(app);

@@ -31,14 +31,37 @@ export interface GuardedResponse {
   url: string;
 }
 
-/** Why a request to a user-supplied URL did not get a response; the message is safe to show. */
+/**
+ * Why a request to a user-supplied URL did not get a response; the message is safe to show.
+ * `no_response` is every failure before a response began (the name did not resolve, the
+ * connection was refused, reset or unreachable, TLS failed, or nothing came in time) in one
+ * wording, so that the URL's owner cannot map the ports of hosts we reach by telling them apart.
+ */
 export class OutboundError extends Error {
   constructor(
     message: string,
-    readonly kind: 'refused' | 'timeout' | 'too_large' | 'network' | 'redirect',
+    readonly kind: 'refused' | 'no_response' | 'incomplete' | 'too_large' | 'redirect',
   ) {
     super(message);
   }
+}
+
+/**
+ * What a failure of the connection or the exchange is reported as: the guard's and the size
+ * limit's own errors stay; anything else is `no_response` until a response began (its status
+ * line read), `incomplete` after.
+ */
+function outboundError(err: Error, responded: boolean, timeoutMs: number): OutboundError {
+  if (err instanceof OutboundError) return err;
+  return responded
+    ? new OutboundError(
+        `the response broke off or did not complete within ${timeoutMs} ms`,
+        'incomplete',
+      )
+    : new OutboundError(
+        `no response: the connection failed or nothing came within ${timeoutMs} ms`,
+        'no_response',
+      );
 }
 
 /**
@@ -85,6 +108,8 @@ function checkUrl(raw: string, allowPrivate: boolean): URL {
 
 function once(req: GuardedRequest, url: URL): Promise<GuardedResponse> {
   return new Promise((resolve, reject) => {
+    let responded = false;
+    const fail = (err: Error) => reject(outboundError(err, responded, req.timeoutMs));
     const request = https.request(
       url,
       {
@@ -95,6 +120,7 @@ function once(req: GuardedRequest, url: URL): Promise<GuardedResponse> {
         agent: req.agent ?? false,
       },
       (res) => {
+        responded = true;
         // Refused before reading when the server announces too much; the count below still
         // holds for bodies without (or lying about) a length, so at most maxBytes are buffered.
         const announced = Number(res.headers['content-length']);
@@ -132,23 +158,16 @@ function once(req: GuardedRequest, url: URL): Promise<GuardedResponse> {
             url: url.href,
           }),
         );
-        res.on('error', reject);
+        res.on('error', fail);
       },
     );
     const deadline = setTimeout(
-      () =>
-        request.destroy(
-          new OutboundError(`no complete response within ${req.timeoutMs} ms`, 'timeout'),
-        ),
+      () => request.destroy(new Error('no complete response in time')),
       req.timeoutMs,
     );
     request.on('close', () => clearTimeout(deadline));
-    request.on('timeout', () =>
-      request.destroy(new OutboundError(`no response within ${req.timeoutMs} ms`, 'timeout')),
-    );
-    request.on('error', (err) =>
-      reject(err instanceof OutboundError ? err : new OutboundError(err.message, 'network')),
-    );
+    request.on('timeout', () => request.destroy(new Error('no response in time')));
+    request.on('error', fail);
     request.end(req.body);
   });
 }

@@ -53,11 +53,6 @@ const BEARER = /^Bearer (\S{1,1000})$/i;
 const errors = (...statuses: number[]) =>
   Object.fromEntries([400, 401, 403, 404, 422, 429, ...statuses].map((s) => [s, ErrorRef]));
 
-/** Logs a visitor request by its path alone: the stream's query carries the visitor token. */
-const logSerializers = {
-  req: (req: FastifyRequest) => ({ method: req.method, url: req.url.split('?')[0] }),
-};
-
 /**
  * The widget's own endpoints, `/webchat/v1/{widget_key}/…`, outside /v1 and its API keys. The
  * key in the path names the account, so that even a CORS preflight (which carries no
@@ -131,7 +126,6 @@ export async function webchatRoutes(
   r.options('/:widget_key/:endpoint', {
     // A preflight carries the query of the request it asks about.
     schema: { hide: true, querystring: Type.Object({}, { additionalProperties: true }) },
-    logSerializers,
     handler: async (_req, reply: FastifyReply) =>
       reply
         .header('Access-Control-Allow-Methods', 'GET, POST')
@@ -221,7 +215,6 @@ export async function webchatRoutes(
         ...errors(503),
       },
     },
-    logSerializers,
     handler: async (req, reply) => {
       const ctx = await authenticate(req.widget, req.query.token);
       webchat.requireIdentity(ctx);

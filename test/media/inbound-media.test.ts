@@ -234,6 +234,7 @@ describe('download URLs handed out by Graph', () => {
       'lookaside.fbsbx.com': ['157.240.1.1'],
       'evil.example': ['10.0.0.5'],
       'mixed.example': ['157.240.1.1', '127.0.0.1'],
+      'compatible.example': ['::a9fe:a9fe'],
     });
     await expect(guard.checkDownloadUrl('https://lookaside.fbsbx.com/x?mid=1')).resolves.toBe(
       undefined,
@@ -245,6 +246,9 @@ describe('download URLs handed out by Graph', () => {
       'https://169.254.169.254/latest/meta-data',
       'https://[::1]/x',
       'https://[::ffff:10.0.0.1]/x',
+      'https://compatible.example/x',
+      'https://[::169.254.169.254]/x',
+      'https://[::127.0.0.1]/x',
       'http://lookaside.fbsbx.com/x',
       'https://user:pw@lookaside.fbsbx.com/x',
       'not a url',

@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MEDIA_MAX_BYTES } from '../../src/messages/media.js';
 import { newAccount, startTestApp, type TestAccount, type TestApp } from '../helpers.js';
+import { startFailingServers } from '../failing-servers.js';
 import { startHttpsServer, type Reply } from '../https-server.js';
 import {
   createContact,
@@ -532,6 +533,32 @@ describe('POST /v1/messages/send: media fetching', () => {
     const error = expectError(await image(media.url('/nothing-here.png')), 422, 'media_url');
     expect(error.message).toContain('404');
   });
+
+  it(
+    'a media_url that cannot be reached is one 422 wording, however the connection fails',
+    { timeout: 30_000 },
+    async () => {
+      const failing = await startFailingServers();
+      try {
+        const urls: Record<string, string> = { 'no such name': 'https://nowhere.invalid/a.png' };
+        for (const [failure, port] of Object.entries(failing.ports))
+          urls[failure] = `https://localhost:${port}/a.png`;
+        const messages = Object.fromEntries(
+          await Promise.all(
+            Object.entries(urls).map(async ([failure, url]) => [
+              failure,
+              expectError(await image(url), 422, 'media_url').message,
+            ]),
+          ),
+        );
+        const wording =
+          'media_url: could not be fetched: no response: the connection failed or nothing came within 10000 ms';
+        expect(messages).toEqual(Object.fromEntries(Object.keys(urls).map((f) => [f, wording])));
+      } finally {
+        await failing.close();
+      }
+    },
+  );
 
   it('a non-image content type for type image is a 422', async () => {
     const error = expectError(await image(media.url('/page.html')), 422, 'media_url');
