@@ -8,6 +8,7 @@ import { sql } from 'kysely';
 import { createDb, migrate, type Db } from '../src/db/database.js';
 import type { Plan } from '../src/db/schema.js';
 import { MemoryRateLimiter, type RateLimiter } from '../src/http/rate-limiter.js';
+import type { StallLimits } from '../src/http/body-stall.js';
 import type { CacheFeed } from '../src/db/cache-feed.js';
 import { listenForChanges } from '../src/server.js';
 import { testDatabaseUrl } from './database.js';
@@ -55,6 +56,8 @@ export async function startTestApp(
     sendWaitMs?: AppDeps['sendWaitMs'];
     /** How long a send's first attempt holds its job before a runner may send again. */
     sendLeaseMs?: AppDeps['sendLeaseMs'];
+    /** When a request body that stops arriving is ended with 408. */
+    bodyStall?: StallLimits;
   } = {},
 ): Promise<TestApp> {
   const url = opts.databaseUrl ?? testDatabaseUrl();
@@ -82,6 +85,7 @@ export async function startTestApp(
     webchatLimits: opts.webchatLimits,
     sendWaitMs: opts.sendWaitMs,
     sendLeaseMs: opts.sendLeaseMs,
+    bodyStall: opts.bodyStall,
   });
   // Every response is checked against docs/openapi.json (test/setup.ts fails the test).
   installConformanceCheck(app);
