@@ -246,3 +246,24 @@ it('a request answered before its body arrived (no key) closes the connection', 
   expect(answer.closedByService).toBe(true);
   expect(answer.ms).toBeLessThan(2000);
 });
+
+it('a connection carries the next request after a body read through the guard', async () => {
+  const body = '{}';
+  const request = `POST ${session().path} HTTP/1.1\r\nHost: x\r\nOrigin: ${ORIGIN}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+  const text = await new Promise<string>((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1');
+    let answer = '';
+    socket.on('data', (d: Buffer) => {
+      answer += d.toString('utf8');
+      if ((answer.match(/HTTP\/1\.1 200 /g) ?? []).length === 2 && answer.endsWith('}'))
+        socket.destroy();
+    });
+    socket.on('close', () => resolve(answer));
+    socket.on('error', reject);
+    socket.write(request);
+    setTimeout(() => socket.write(request), 100);
+    setTimeout(() => socket.destroy(), 3000);
+  });
+  expect(text.match(/HTTP\/1\.1 200 /g)).toHaveLength(2);
+  expect(text).not.toMatch(/connection: close/i);
+});
