@@ -22,6 +22,7 @@ import {
   installErrorHandlers,
 } from './http/error-handler.js';
 import { installAuth } from './http/auth.js';
+import { installBodyStallGuard, STALL_LIMITS, type StallLimits } from './http/body-stall.js';
 import { DOCS_PAGE } from './http/docs-page.js';
 import { installIdempotency, type ResponseSealer } from './http/idempotency.js';
 import { SecretBox } from './connections/secret-box.js';
@@ -47,7 +48,10 @@ export const BODY_LIMIT = 1024 * 1024;
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export async function buildApp(
-  deps: AppDeps,
+  deps: AppDeps & {
+    /** When a request body that stops arriving is ended with 408 (tests; DESIGN's otherwise). */
+    bodyStall?: StallLimits;
+  },
 ): Promise<{ app: FastifyInstance; services: Services }> {
   const services = buildServices(deps);
   const app = Fastify({
@@ -67,6 +71,10 @@ export async function buildApp(
     clientErrorHandler: answerClientError,
     // A missing Host is refused in the error envelope by installErrorHandlers, not by Node.
     http: { requireHostHeader: false },
+    // No cap on a whole request: a large import on a slow but steady link must arrive. Bodies are
+    // bounded by their pace instead (installBodyStallGuard), headers by Node's headersTimeout
+    // (60 s), idle keep-alive connections by keepAliveTimeout.
+    requestTimeout: 0,
   });
   app.setValidatorCompiler(validatorCompiler);
   // Webhooks being processed right after their storage finish before Graph's client closes.
@@ -93,6 +101,7 @@ export async function buildApp(
   });
   installErrorHandlers(app);
   installInputGuard(app);
+  installBodyStallGuard(app, deps.bodyStall ?? STALL_LIMITS);
   installRequestMetrics(app, services.metrics);
   app.addSchema(ErrorBody);
 

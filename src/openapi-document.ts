@@ -97,6 +97,14 @@ function completeOperation(doc: Json, path: string, method: string, op: Json): v
     ),
   );
   if (op.requestBody) ensure(op, 413, errorResponse('`payload_too_large`: a body over 1 MiB.'));
+  if (op.requestBody)
+    ensure(
+      op,
+      408,
+      errorResponse(
+        '`invalid_request`: the body stopped arriving (no byte for 10 s, or under 1 KiB/s after the first 10 s); the connection is closed.',
+      ),
+    );
   if (hasParams) ensure(op, 404, errorResponse('`not_found`.'));
   if (v1) ensure(op, 422, errorResponse('`validation_error`: an unknown query parameter.'));
   if (withKey && method === 'post') {

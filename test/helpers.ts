@@ -8,6 +8,7 @@ import { sql } from 'kysely';
 import { createDb, migrate, type Db } from '../src/db/database.js';
 import type { Plan } from '../src/db/schema.js';
 import { MemoryRateLimiter, type RateLimiter } from '../src/http/rate-limiter.js';
+import type { StallLimits } from '../src/http/body-stall.js';
 import type { CacheFeed } from '../src/db/cache-feed.js';
 import { listenForChanges } from '../src/server.js';
 import { testDatabaseUrl } from './database.js';
@@ -57,6 +58,8 @@ export async function startTestApp(
     sendLeaseMs?: AppDeps['sendLeaseMs'];
     /** Where the service's log lines go (with a `logLevel` in `config`: it is silent by default). */
     logStream?: AppDeps['logStream'];
+    /** When a request body that stops arriving is ended with 408. */
+    bodyStall?: StallLimits;
   } = {},
 ): Promise<TestApp> {
   const url = opts.databaseUrl ?? testDatabaseUrl();
@@ -85,6 +88,7 @@ export async function startTestApp(
     sendWaitMs: opts.sendWaitMs,
     sendLeaseMs: opts.sendLeaseMs,
     logStream: opts.logStream,
+    bodyStall: opts.bodyStall,
   });
   // Every response is checked against docs/openapi.json (test/setup.ts fails the test).
   installConformanceCheck(app);

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import type { Multipart } from '@fastify/multipart';
 import { AppError, ValidationError } from '../errors.js';
+import { watchForStall, type StallLimits } from '../http/body-stall.js';
 
 /** The one file of a `POST /v1/media` body, read whole. */
 export interface ReadUpload {
@@ -12,20 +13,6 @@ export interface ReadUpload {
   sha256: string;
 }
 
-/** DESIGN "Bodies": a body that stops arriving ends the request with 408. */
-export interface StallLimits {
-  /** No byte for this long. */
-  idleMs: number;
-  /** After `graceMs`, an average rate under this (bytes per second). */
-  minBytesPerSecond: number;
-  graceMs: number;
-}
-export const STALL_LIMITS: StallLimits = {
-  idleMs: 10_000,
-  minBytesPerSecond: 1024,
-  graceMs: 10_000,
-};
-
 const tooLarge = (maxBytes: number) =>
   new AppError('payload_too_large', `file: is larger than ${maxBytes} bytes (MEDIA_MAX_BYTES)`);
 
@@ -33,12 +20,12 @@ const tooLarge = (maxBytes: number) =>
  * Reads a multipart body holding exactly one part, the file named `file`, up to `maxBytes`.
  * Every way a body can be wrong is an error of ours (never a 500): not multipart (400, as any wrong content type), no file
  * or an empty one, another part, a second file (422), too large (413), malformed (400), stalled
- * (408).
+ * (408, under `stall` or the app's limits).
  */
 export async function readUpload(
   request: FastifyRequest,
   maxBytes: number,
-  stall: StallLimits = STALL_LIMITS,
+  stall?: StallLimits,
 ): Promise<ReadUpload> {
   if (!request.isMultipart())
     throw new AppError(
@@ -99,44 +86,4 @@ function refusal(err: unknown, maxBytes: number): AppError {
     return new ValidationError('body', 'has too many parts: send one part, named file');
   const message = err instanceof Error ? err.message : String(err);
   return new AppError('invalid_request', `the multipart body is malformed: ${message}`);
-}
-
-/**
- * Watches the request's bytes arrive; `stalled` rejects with a 408 when none came for
- * `idleMs`, or when, past `graceMs`, they average under `minBytesPerSecond`.
- */
-export function watchForStall(
-  request: FastifyRequest,
-  limits: StallLimits,
-): { stalled: Promise<never>; stop: () => void } {
-  const started = Date.now();
-  let last = started;
-  let received = 0;
-  const onData = (chunk: Buffer) => {
-    last = Date.now();
-    received += chunk.length;
-  };
-  request.raw.on('data', onData);
-  let timer: NodeJS.Timeout | undefined;
-  const stalled = new Promise<never>((_, reject) => {
-    const tick = Math.max(10, Math.min(1000, limits.idleMs / 4));
-    timer = setInterval(() => {
-      const now = Date.now();
-      const elapsed = now - started;
-      const slow =
-        elapsed > limits.graceMs && (received * 1000) / elapsed < limits.minBytesPerSecond;
-      if (now - last > limits.idleMs || slow)
-        reject(new AppError('invalid_request', 'the request body stopped arriving', 408));
-    }, tick);
-    timer.unref();
-  });
-  // Nobody may be waiting on it once the body was read: its rejection is handled here.
-  stalled.catch(() => undefined);
-  return {
-    stalled,
-    stop: () => {
-      clearInterval(timer);
-      request.raw.off('data', onData);
-    },
-  };
 }

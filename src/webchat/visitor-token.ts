@@ -1,9 +1,11 @@
 import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
 
-/** Who a visitor token names. */
+/** Who a visitor token names, and the widget it was issued by. */
 export interface VisitorClaim {
   accountId: string;
   visitorId: string;
+  /** The connection's `widget_key` when the token was issued: a new connection has a new one. */
+  widgetKey: string;
 }
 
 /**
@@ -16,11 +18,13 @@ export const VISITOR_TOKEN_TTL_MS = 30 * 24 * 3600_000;
 const CLOCK_SKEW_MS = 5 * 60_000;
 
 /**
- * Visitor tokens are signed, not stored: `v1.<base64url JSON {a, v, t}>.<base64url HMAC-SHA256>`
- * under a key derived from SECRETS_KEY (HKDF, its own label), so a token cannot be made or
- * altered without the service's key, and it names its account: used with another account's
- * widget key it is refused. `t` is when it was issued (Unix seconds): past VISITOR_TOKEN_TTL_MS
- * it is refused. The visitor row it names holds what may change (the contact, the verified
+ * Visitor tokens are signed, not stored: `v1.<base64url JSON {a, v, k, t}>.<base64url
+ * HMAC-SHA256>` under a key derived from SECRETS_KEY (HKDF, its own label), so a token cannot be
+ * made or altered without the service's key. It names its account and the widget key it was
+ * issued under (`k`): used with any other widget key (another account's, or a new one after
+ * webchat was disconnected and connected again) it is refused, so a disconnect ends every token
+ * of that connection. `t` is when it was issued (Unix seconds): past VISITOR_TOKEN_TTL_MS it is
+ * refused. The visitor row it names holds what may change (the contact, the verified
  * identifier).
  */
 export class VisitorTokens {
@@ -37,6 +41,7 @@ export class VisitorTokens {
       JSON.stringify({
         a: claim.accountId,
         v: claim.visitorId,
+        k: claim.widgetKey,
         t: Math.floor(issuedAt.getTime() / 1000),
       }),
     ).toString('base64url');
@@ -55,14 +60,18 @@ export class VisitorTokens {
       const claim = JSON.parse(Buffer.from(body, 'base64url').toString('utf8')) as {
         a?: unknown;
         v?: unknown;
+        k?: unknown;
         t?: unknown;
       };
-      if (typeof claim.a !== 'string' || typeof claim.v !== 'string') return null;
+      // A token from before tokens named their widget has no `k`: refused, like one of a
+      // connection that is gone.
+      if (typeof claim.a !== 'string' || typeof claim.v !== 'string' || typeof claim.k !== 'string')
+        return null;
       // A token from before tokens were dated has no `t`: refused like an expired one.
       if (typeof claim.t !== 'number' || !Number.isFinite(claim.t)) return null;
       const age = now.getTime() - claim.t * 1000;
       if (age > VISITOR_TOKEN_TTL_MS || age < -CLOCK_SKEW_MS) return null;
-      return { accountId: claim.a, visitorId: claim.v };
+      return { accountId: claim.a, visitorId: claim.v, widgetKey: claim.k };
     } catch {
       return null;
     }

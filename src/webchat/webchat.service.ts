@@ -23,7 +23,7 @@ import {
   readWebchatSettings,
   type WebchatSettings,
 } from './webchat-settings.js';
-import { identifierHashMatches, type VisitorTokens } from './visitor-token.js';
+import { identifierHashMatches, type VisitorClaim, type VisitorTokens } from './visitor-token.js';
 
 /** An account's connected widget, as a visitor request finds it by its key. */
 export interface Widget {
@@ -77,6 +77,14 @@ export interface WebchatMessages {
   ): Promise<unknown>;
 }
 
+/**
+ * Whether a token was issued by this widget: its account, and its connection (a widget
+ * disconnected and connected again has a new key, and its old tokens end with the old one).
+ */
+function issuedBy(claim: VisitorClaim, widget: Widget): boolean {
+  return claim.accountId === widget.accountId && claim.widgetKey === widget.settings.widget_key;
+}
+
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
 /** The visitor side of webchat: sessions, identity, the conversation, receipts, wake-ups. */
@@ -118,9 +126,9 @@ export class WebchatService {
   }
 
   /**
-   * Starts or resumes a visitor: a genuine token of this account, still in date, resumes its
+   * Starts or resumes a visitor: a genuine token of this widget, still in date, resumes its
    * visitor (with a fresh token, good for VISITOR_TOKEN_TTL_MS from now); anything else (none,
-   * forged, expired, another account's, its visitor gone) starts a new one. A resumed visitor is
+   * forged, expired, another account's or connection's, its visitor gone) starts a new one. A resumed visitor is
    * marked seen, at most daily: retention forgets an anonymous one only once it has not been
    * seen for longer than its token lasts (see pruneIdleVisitors).
    */
@@ -129,7 +137,7 @@ export class WebchatService {
     const now = this.deps.clock.now();
     const claim = token ? tokens.verify(token, now) : null;
     let visitor =
-      claim && claim.accountId === widget.accountId
+      claim && issuedBy(claim, widget)
         ? await this.deps.webchat.findVisitor(widget.accountId, claim.visitorId)
         : undefined;
     if (visitor && now.getTime() - visitor.updated_at.getTime() > VISITOR_SEEN_EVERY_MS) {
@@ -153,7 +161,7 @@ export class WebchatService {
   /** The visitor a bearer token names, on this widget's account; a 401 otherwise. */
   async authenticate(widget: Widget, token: string | undefined): Promise<VisitorContext> {
     const claim = token ? this.requireTokens().verify(token, this.deps.clock.now()) : null;
-    if (!claim || claim.accountId !== widget.accountId)
+    if (!claim || !issuedBy(claim, widget))
       throw new Unauthorized('missing, invalid or expired visitor token; start a session first');
     const visitor = await this.deps.webchat.findVisitor(widget.accountId, claim.visitorId);
     if (!visitor) throw new Unauthorized('unknown visitor; start a session first');
@@ -372,7 +380,7 @@ export class WebchatService {
     const s = widget.settings;
     return {
       token: this.requireTokens().sign(
-        { accountId: widget.accountId, visitorId: visitor.id },
+        { accountId: widget.accountId, visitorId: visitor.id, widgetKey: s.widget_key },
         this.deps.clock.now(),
       ),
       visitor: { id: visitor.id, identified: visitor.identifier !== null },

@@ -1,15 +1,10 @@
-import Fastify, { type FastifyInstance } from 'fastify';
-import net from 'node:net';
-import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
-import { receiveCsv } from '../../src/contacts/imports/csv-body.js';
 import {
   ContactImportsRepository,
   ImportEnded,
 } from '../../src/contacts/imports/imports.repository.js';
 import { INTERRUPTED, scheduleImportSweep } from '../../src/contacts/imports/imports.service.js';
-import { AppError } from '../../src/errors.js';
 import {
   newAccount,
   randomPhone,
@@ -371,56 +366,6 @@ describe('GET /v1/contacts/export', () => {
     const agent = await signedInUser(t, acc, { role: 'agent' });
     const res = await agent.call({ method: 'GET', url: '/v1/contacts/export' });
     expect(res.statusCode).toBe(200);
-  });
-});
-
-describe('an import body that stops arriving ends with 408', () => {
-  let app: FastifyInstance;
-  let port: number;
-  beforeAll(async () => {
-    app = Fastify();
-    app.addContentTypeParser('text/csv', (_req, _payload, done) => done(null, undefined));
-    app.setErrorHandler((err: Error, _req, reply) =>
-      reply.code(err instanceof AppError ? err.status : 500).send({ message: err.message }),
-    );
-    app.post('/import', async (req) => {
-      const file = await receiveCsv(req, 1024 * 1024, {
-        idleMs: 300,
-        minBytesPerSecond: 1024,
-        graceMs: 600,
-      });
-      return { size: file.size, text: await readFile(file.path, 'utf8') };
-    });
-    await app.listen({ port: 0, host: '127.0.0.1' });
-    port = (app.server.address() as net.AddressInfo).port;
-  });
-  afterAll(() => app.close());
-
-  function send(first: string, announced: number) {
-    return new Promise<string>((resolve, reject) => {
-      const socket = net.connect(port, '127.0.0.1');
-      let answer = '';
-      socket.on('data', (d: Buffer) => {
-        answer += d.toString('utf8');
-        if (answer.includes('\r\n\r\n') && answer.endsWith('}')) socket.destroy();
-      });
-      socket.on('close', () => resolve(answer));
-      socket.on('error', reject);
-      socket.write(
-        `POST /import HTTP/1.1\r\nHost: x\r\nContent-Type: text/csv\r\nContent-Length: ${announced}\r\n\r\n${first}`,
-      );
-      setTimeout(() => socket.destroy(), 5000);
-    });
-  }
-
-  it('no byte for the idle time: 408', async () => {
-    expect(await send('phone\n', 1000)).toMatch(/^HTTP\/1\.1 408 /);
-  });
-
-  it('a body sent at once is kept whole', async () => {
-    const answer = await send('phone\n+14155550100\n', 19);
-    expect(answer).toMatch(/^HTTP\/1\.1 200 /);
-    expect(answer).toContain('"size":19');
   });
 });
 

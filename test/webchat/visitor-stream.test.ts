@@ -331,6 +331,63 @@ describe('an open stream follows changes to the connection', () => {
     }
   });
 
+  it('webchat disconnected and connected again: the old tokens are refused everywhere, a new session works', async () => {
+    const { acc, visitor } = await chatting({ identifier: 'user-reconnected' });
+    const oldToken = visitor.token;
+    expectStatus(await acc.call({ method: 'DELETE', url: '/v1/channels/webchat' }), 200);
+    const again = await connectWebchat(acc);
+    const call = (
+      method: 'GET' | 'POST',
+      path: string,
+      token: string,
+      payload?: Record<string, unknown>,
+    ) =>
+      t.app.inject({
+        method,
+        url: `/webchat/v1/${again.widget_key}/${path}`,
+        headers: { origin: ORIGIN, authorization: `Bearer ${token}` },
+        ...(payload ? { payload } : {}),
+      });
+    expectError(await call('GET', 'messages', oldToken), 401);
+    expectError(
+      await call('POST', 'messages', oldToken, { client_id: 'client_after', content: 'still me?' }),
+      401,
+    );
+    expectError(
+      await call('POST', 'receipts', oldToken, { status: 'read', message_ids: ['msg_x'] }),
+      401,
+    );
+    expectError(
+      await call('POST', 'identify', oldToken, {
+        identifier: 'user-reconnected',
+        identifier_hash: identifierHash(again.identity_secret, 'user-reconnected'),
+      }),
+      401,
+    );
+    const stream = await fetch(
+      `${base}/webchat/v1/${again.widget_key}/stream?token=${encodeURIComponent(oldToken)}`,
+      { headers: { origin: ORIGIN } },
+    );
+    expect(stream.status).toBe(401);
+    await stream.body?.cancel();
+
+    // A session started with the old token is a new visitor's; its token works.
+    const res = await t.app.inject({
+      method: 'POST',
+      url: `/webchat/v1/${again.widget_key}/session`,
+      headers: { origin: ORIGIN },
+      payload: { token: oldToken },
+    });
+    expectStatus(res, 200);
+    const session = res.json<{ token: string; visitor: { id: string } }>();
+    const oldVisitor = JSON.parse(Buffer.from(oldToken.split('.')[1]!, 'base64url').toString()).v;
+    expect(oldVisitor).toMatch(/^vis_/);
+    expect(session.visitor.id).not.toBe(oldVisitor);
+    expectStatus(await call('GET', 'messages', session.token), 200);
+    const fresh = await openStream(base, again.widget_key, session.token);
+    await fresh.close();
+  });
+
   it('a rotated secret, verification off, ends an identified visitor’s stream (identify)', async () => {
     const { acc, c, visitor, reply } = await chatting({ identifier: 'user-rotated' });
     const stream = await openStream(base, c.widget_key, visitor.token);

@@ -3,26 +3,26 @@ import { createWriteStream } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Transform } from 'node:stream';
+import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { FastifyRequest } from 'fastify';
 import { AppError } from '../../errors.js';
-import { STALL_LIMITS, watchForStall, type StallLimits } from '../../media/upload-reader.js';
 
 /**
- * The request's CSV body written to a file of its own as it arrives, never held whole: 400
- * when it is not text/csv, 413 past `maxBytes`, 408 when it stops arriving (DESIGN "Bodies").
+ * The request's CSV body (`body`, the stream its content type parser was given, which fails
+ * with a 408 when it stops arriving: http/body-stall.ts) written to a file of its own as it
+ * arrives, never held whole: 400 when it is not text/csv, 413 past `maxBytes`.
  */
 export async function receiveCsv(
   request: FastifyRequest,
+  body: Readable | undefined,
   maxBytes: number,
-  stall: StallLimits = STALL_LIMITS,
 ): Promise<{ path: string; size: number; sha256: string }> {
   const type = String(request.headers['content-type'] ?? '')
     .split(';')[0]!
     .trim()
     .toLowerCase();
-  if (type !== 'text/csv')
+  if (type !== 'text/csv' || !body)
     throw new AppError('invalid_request', 'Content-Type must be text/csv (UTF-8, a header row)');
   const path = join(tmpdir(), `switchboard-import-${randomUUID()}.csv`);
   const hash = createHash('sha256');
@@ -43,15 +43,12 @@ export async function receiveCsv(
       done(null, chunk);
     },
   });
-  const watch = watchForStall(request, stall);
   try {
-    await Promise.race([pipeline(request.raw, counted, createWriteStream(path)), watch.stalled]);
+    await pipeline(body, counted, createWriteStream(path));
   } catch (err) {
     await rm(path, { force: true });
     if (err instanceof AppError) throw err;
     throw new AppError('invalid_request', 'the request body could not be read');
-  } finally {
-    watch.stop();
   }
   if (size === 0) {
     await rm(path, { force: true });

@@ -16,6 +16,8 @@ import {
 
 /** The file each import request wrote, until the import takes it. */
 const received = new WeakMap<FastifyRequest, string>();
+/** Each import request's body, as its content type parser was given it (read by receiveCsv). */
+const csvBodies = new WeakMap<FastifyRequest, Readable>();
 
 /** The body is streamed to a file by receiveCsv; its schema only describes it for the document. */
 const bodyDescribedOnly: typeof validatorCompiler = (route) =>
@@ -65,7 +67,10 @@ export function contactCsvRoutes(app: FastifyInstance, imports: ContactImportsSe
 
   // text/csv is taken on this route alone, as a stream (its size is checked as it arrives).
   void app.register(async (csv) => {
-    csv.addContentTypeParser('text/csv', (_req, _payload, done) => done(null, undefined));
+    csv.addContentTypeParser('text/csv', (req, payload, done) => {
+      csvBodies.set(req, payload);
+      done(null, undefined);
+    });
     importRoute(csv, imports);
   });
 }
@@ -79,7 +84,7 @@ function importRoute(app: FastifyInstance, imports: ContactImportsService): void
     // body: the file's size and digest.
     preValidation: async (req, reply) => {
       try {
-        const file = await receiveCsv(req, imports.maxBytes);
+        const file = await receiveCsv(req, csvBodies.get(req), imports.maxBytes);
         received.set(req, file.path);
         (req as FastifyRequest).body = { file: { size: file.size, sha256: file.sha256 } };
       } catch (err) {
