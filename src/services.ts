@@ -243,6 +243,7 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
       caches.connectionById.clear();
     },
     visitors: webchatVisitors,
+    log,
   });
   const broadcastProgress = new ProgressAnnouncer({ broadcasts: broadcastsRepo, outbox, clock });
   const broadcastStats = new BroadcastStats({

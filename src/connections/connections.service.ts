@@ -1,7 +1,7 @@
+import type { FastifyBaseLogger } from 'fastify';
 import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Clock } from '../clock.js';
-import type { Tx } from '../db/database.js';
 import type { Channel, ConnectionProvider } from '../db/schema.js';
 import type { Scope, Transactor } from '../db/transactor.js';
 import { AppError } from '../errors.js';
@@ -48,7 +48,8 @@ export class ConnectionsService {
       /** Told after a connection of this process changed (the resolver forgets its provider). */
       changed: (accountId: string, channel: Channel) => void;
       /** Webchat visitors: identifications end with the identity secret that vouched for them. */
-      visitors: { forgetIdentities(trx: Tx, accountId: string, now: Date): Promise<number> };
+      visitors: { forgetIdentities(accountId: string, now: Date): Promise<number> };
+      log: FastifyBaseLogger;
     },
   ) {}
 
@@ -146,15 +147,21 @@ export class ConnectionsService {
         created_at: now,
         updated_at: now,
       });
-      // A new secret is made because the old one may have leaked: whoever held it could have
-      // identified as anyone. Visitors it identified are anonymous again until the site
-      // identifies them with the new one (a connection made again after a DELETE too). After
-      // the upsert, which locks the connection row: an identify locks that row before its
-      // visitor's, so the two wait for each other in one order (WebchatRepository.setIdentity).
-      if (fresh) await this.deps.visitors.forgetIdentities(trx, scope.accountId, now);
       return { row, identitySecret: fresh ? identitySecret : null };
     });
     this.deps.changed(scope.accountId, 'webchat');
+    // A new secret is made because the old one may have leaked: whoever held it could have
+    // identified as anyone. Visitors it identified are anonymous again, from the commit above,
+    // until the site identifies them with the new one (a connection made again after a DELETE
+    // too): an identification counts only while the secret that vouched for it is the
+    // connection's (WebchatRepository.findVisitor). Their identifiers are cleared after, in
+    // batches; what a failure leaves is anonymous all the same, and pruned when idle.
+    if (identitySecret)
+      await this.deps.visitors
+        .forgetIdentities(scope.accountId, this.deps.clock.now())
+        .catch((err: unknown) =>
+          this.deps.log.warn({ err }, 'clearing outdated webchat identifications failed'),
+        );
     const connection = this.toConnection(row);
     return identitySecret ? { ...connection, identity_secret: identitySecret } : connection;
   }

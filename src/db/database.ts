@@ -47,6 +47,7 @@ import * as m032 from './migrations/032_contact_name_keys.js';
 import * as m033 from './migrations/033_contact_import_heartbeat.js';
 import * as m034 from './migrations/034_contact_counts.js';
 import * as m036 from './migrations/036_job_settling.js';
+import * as m037 from './migrations/037_webchat_vouched_by.js';
 
 export type Db = Kysely<Tables>;
 export type Tx = Transaction<Tables>;
@@ -193,6 +194,7 @@ export const migrations: Record<string, Migration> = {
   '033_contact_import_heartbeat': m033,
   '034_contact_counts': m034,
   '036_job_settling': m036,
+  '037_webchat_vouched_by': m037,
 };
 
 /** Applies pending migrations; Kysely's migrator takes a lock, so concurrent starts are safe. */

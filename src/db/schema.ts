@@ -422,6 +422,11 @@ export interface WebchatVisitorsTable {
   id: string;
   /** The site's identifier of a verified visitor (Switchboard.identify). */
   identifier: string | null;
+  /**
+   * SHA-256 of the webchat connection's sealed secrets when the identifier was verified: it
+   * counts only while the connection still holds them (see WebchatRepository.findVisitor).
+   */
+  vouched_by: Buffer | null;
   created_at: Timestamp;
   updated_at: Timestamp;
 }

@@ -14,7 +14,8 @@ export const IDLE_VISITOR_RETENTION_MS = VISITOR_TOKEN_TTL_MS + VISITOR_SEEN_EVE
 
 /**
  * Widget visitors that did not start a session since `before` (see IDLE_VISITOR_RETENTION_MS),
- * never wrote and are not identified: a row made by a page load, with nothing to keep. Their
+ * never wrote and are not identified (or were, under an identity secret since replaced): a row
+ * made by a page load, with nothing to keep. Their
  * token has lapsed, so it could only start a new visitor anyway. A visitor holding a
  * conversation (a contact with its webchat identity) or an identifier is kept.
  */
@@ -24,7 +25,10 @@ export function pruneIdleVisitors(db: Db, before: Date, batchSize = 5_000): Prom
     'webchat_visitors',
     (limit) => sql`
       SELECT v.ctid FROM webchat_visitors v
-      WHERE v.updated_at < ${before} AND v.identifier IS NULL
+      WHERE v.updated_at < ${before}
+        AND (v.identifier IS NULL OR v.vouched_by IS DISTINCT FROM (
+          SELECT sha256(c.secrets) FROM channel_connections c
+          WHERE c.account_id = v.account_id AND c.channel = 'webchat'))
         AND NOT EXISTS (
           SELECT 1 FROM contact_identities ci
           WHERE ci.account_id = v.account_id AND ci.channel = 'webchat' AND ci.external_id = v.id)

@@ -1,5 +1,5 @@
 import { sql, type Selectable } from 'kysely';
-import type { Db, Tx } from '../db/database.js';
+import type { Db } from '../db/database.js';
 import type { WebchatVisitorsTable } from '../db/schema.js';
 import type { MessageRow } from '../messages/messages.repository.js';
 
@@ -12,6 +12,14 @@ export type VisitorRow = StoredVisitor & { contact_id: string | null };
 
 /** The most messages one read returns: a widget shows the recent conversation. */
 export const HISTORY_LIMIT = 200;
+
+/** Visitors whose outdated identification one statement clears (see forgetIdentities). */
+export const FORGET_BATCH = 5_000;
+
+/** The visitor's identifier while the secret that vouched for it is the connection's (`c`). */
+const VOUCHED_IDENTIFIER = sql<
+  string | null
+>`CASE WHEN v.vouched_by = sha256(c.secrets) THEN v.identifier END`;
 
 /**
  * A resumed session renews its visitor's `updated_at` (when the visitor was last seen, which
@@ -42,7 +50,9 @@ export class WebchatRepository {
   }
 
   /**
-   * The visitor, with `contact_id` the contact that now holds its webchat identity (the
+   * The visitor, with its identifier only while the identity secret that vouched for it is still
+   * the connection's (a rotation or a new connection ends every identification at once), and
+   * `contact_id` the contact that now holds its webchat identity (the
    * verified identifier, else the visitor id): identities follow a merge and go with a deleted
    * contact, so a visitor whose contact was merged into another speaks as that one, and one
    * whose contact was deleted has none (its next message makes a new one).
@@ -50,13 +60,17 @@ export class WebchatRepository {
   async findVisitor(accountId: string, id: string): Promise<VisitorRow | undefined> {
     return this.db
       .selectFrom('webchat_visitors as v')
+      .leftJoin('channel_connections as c', (join) =>
+        join.onRef('c.account_id', '=', 'v.account_id').on('c.channel', '=', 'webchat'),
+      )
       .leftJoin('contact_identities as ci', (join) =>
         join
           .onRef('ci.account_id', '=', 'v.account_id')
           .on('ci.channel', '=', 'webchat')
-          .on('ci.external_id', '=', sql<string>`coalesce(v.identifier, v.id)`),
+          .on('ci.external_id', '=', sql<string>`coalesce(${VOUCHED_IDENTIFIER}, v.id)`),
       )
-      .selectAll('v')
+      .select(['v.account_id', 'v.id', 'v.created_at', 'v.updated_at', 'v.vouched_by'])
+      .select(VOUCHED_IDENTIFIER.as('identifier'))
       .select('ci.contact_id')
       .where('v.account_id', '=', accountId)
       .where('v.id', '=', id)
@@ -84,25 +98,38 @@ export class WebchatRepository {
         WHERE account_id = ${accountId} AND channel = 'webchat' AND secrets = ${sealedSecret}
         FOR SHARE
       )
-      UPDATE webchat_visitors SET identifier = ${identifier}, updated_at = ${now}
+      UPDATE webchat_visitors
+      SET identifier = ${identifier}, vouched_by = sha256(${sealedSecret}), updated_at = ${now}
       WHERE account_id = ${accountId} AND id = ${id} AND EXISTS (SELECT 1 FROM vouching)
       RETURNING *`.execute(this.db);
     return rows[0];
   }
 
   /**
-   * Every visitor of the account identified so far is anonymous again, in the caller's
-   * transaction (the identity secret that vouched for them was replaced): each must identify
-   * again, with a hash made with the new secret, to be their contact once more.
+   * Clears the identifiers that no longer count (see findVisitor: vouched for by an identity
+   * secret the connection no longer holds), `batchSize` visitors per statement, each its own
+   * short transaction; those visitors are anonymous already, so nothing waits for this. A
+   * visitor identified again meanwhile, with the new secret, is left as it is.
    */
-  async forgetIdentities(trx: Tx, accountId: string, now: Date): Promise<number> {
-    const result = await trx
-      .updateTable('webchat_visitors')
-      .set({ identifier: null, updated_at: now })
-      .where('account_id', '=', accountId)
-      .where('identifier', 'is not', null)
-      .executeTakeFirst();
-    return Number(result.numUpdatedRows);
+  async forgetIdentities(accountId: string, now: Date, batchSize = FORGET_BATCH): Promise<number> {
+    let forgotten = 0;
+    for (;;) {
+      const result = await sql`
+        WITH current AS (
+          SELECT sha256(secrets) AS vouched_by FROM channel_connections
+          WHERE account_id = ${accountId} AND channel = 'webchat'
+        )
+        UPDATE webchat_visitors SET identifier = NULL, vouched_by = NULL, updated_at = ${now}
+        WHERE ctid IN (
+          SELECT ctid FROM webchat_visitors
+          WHERE account_id = ${accountId} AND identifier IS NOT NULL
+            AND vouched_by IS DISTINCT FROM (SELECT vouched_by FROM current)
+          LIMIT ${batchSize})
+          AND vouched_by IS DISTINCT FROM (SELECT vouched_by FROM current)`.execute(this.db);
+      const n = Number(result.numAffectedRows ?? 0n);
+      forgotten += n;
+      if (n < batchSize) return forgotten;
+    }
   }
 
   /** The contact's webchat conversation, if it has one. */

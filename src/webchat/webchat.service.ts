@@ -149,6 +149,7 @@ export class WebchatService {
         account_id: widget.accountId,
         id: newId('vis'),
         identifier: null,
+        vouched_by: null,
         created_at: now,
         updated_at: now,
       };

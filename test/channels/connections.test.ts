@@ -923,6 +923,7 @@ describe('the provider resolver', () => {
       sandboxEnabled: true,
       changed: (accountId, channel) => resolver.forget(accountId, channel),
       visitors: new WebchatRepository(t.db),
+      log: t.app.log,
     });
     const acc = await newAccount(t);
     const scope = { accountId: acc.accountId };

@@ -604,10 +604,15 @@ describe('identity', () => {
     const { acc, c, visitor } = await webchatAccount();
     const s = await visitor.start();
     expectStatus(await visitor.send('written anonymously'), 201);
-    // As if the process died right after recording the identifier: another tab writes then.
+    // As if the process died right after recording the identifier (vouched for by the
+    // connection's secret): another tab writes then.
     await t.db
       .updateTable('webchat_visitors')
-      .set({ identifier: 'user-5' })
+      .set({
+        identifier: 'user-5',
+        vouched_by: sql<Buffer>`(SELECT sha256(secrets) FROM channel_connections
+          WHERE account_id = ${acc.accountId} AND channel = 'webchat')`,
+      })
       .where('account_id', '=', acc.accountId)
       .where('id', '=', s.visitor.id)
       .execute();
@@ -690,6 +695,32 @@ describe('identity', () => {
       'before the rotation',
     ]);
     expectStatus(await other.visitor.call('GET', 'messages'), 200);
+  });
+
+  it('a rotation ends identifications at its commit: one the clearing after it has not reached yet counts for nothing', async () => {
+    const settings = { identity_verification: 'required' };
+    const { acc, c, visitor } = await webchatAccount(settings);
+    const s = await visitor.start();
+    await identifyAs(visitor, c, 'user-12');
+    const before = await t.db
+      .selectFrom('webchat_visitors')
+      .select(['identifier', 'vouched_by'])
+      .where('account_id', '=', acc.accountId)
+      .where('id', '=', s.visitor.id)
+      .executeTakeFirstOrThrow();
+    expect(before.identifier).toBe('user-12');
+    await putWebchat(acc, { ...settings, rotate_identity_secret: true });
+    // As if the clearing after the rotation had failed or not reached this visitor yet.
+    await t.db
+      .updateTable('webchat_visitors')
+      .set(before)
+      .where('account_id', '=', acc.accountId)
+      .where('id', '=', s.visitor.id)
+      .execute();
+    const resumed = await visitor.start(visitor.token);
+    expect(resumed.visitor.identified).toBe(false);
+    expectError(await visitor.call('GET', 'messages'), 403);
+    expectError(await visitor.send('after the rotation'), 403);
   });
 
   it('an identify checked against the old secret while a rotation commits is refused, never kept', async () => {
