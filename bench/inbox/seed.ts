@@ -7,15 +7,20 @@
  * included: each contact's identity on Messenger, Instagram or webchat (and its webchat
  * visitor), tags, the conversations' last_inbound_at / last_read_at, users, teams, a template.
  */
-import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { from as copyFrom } from 'pg-copy-streams';
+import {
+  copy,
+  createDatabase,
+  dropKeys,
+  iso,
+  migrateWithCli,
+  restoreKeys,
+  row,
+} from '../lib/copy-seed.js';
 import {
   BIG,
   BIG_ACCOUNT_NAME,
@@ -43,11 +48,6 @@ const DEFAULT_URL = 'postgres://postgres@127.0.0.1:5432/bench_inbox';
 const SMALL_ACCOUNTS = 99;
 // The tables COPY fills, whose indexes and keys are dropped first and built again after.
 const LOADED = ['contacts', 'contact_identities', 'webchat_visitors', 'conversations', 'messages'];
-const ROWS_PER_CHUNK = 2_000;
-
-function log(line: string): void {
-  process.stdout.write(`${line}\n`);
-}
 
 function usage(): string {
   return [
@@ -58,52 +58,6 @@ function usage(): string {
     'An existing database is left alone unless --replace is given (it is then dropped first).',
     '--scale=N divides the big account by N (a quick try: --scale=100).',
   ].join('\n');
-}
-
-/** One COPY text-format field. */
-function field(value: string | number | null): string {
-  if (value === null) return '\\N';
-  if (typeof value === 'number') return String(value);
-  return value.replace(/[\\\t\n\r]/g, (c) =>
-    c === '\\' ? '\\\\' : c === '\t' ? '\\t' : c === '\n' ? '\\n' : '\\r',
-  );
-}
-
-const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
-const row = (values: Array<string | number | null>) => `${values.map(field).join('\t')}\n`;
-
-/** Streams `rows` (generated lazily, joined into chunks) into `table (columns)` with COPY. */
-async function copy(
-  pool: pg.Pool,
-  table: string,
-  columns: string[],
-  rows: () => Generator<string>,
-): Promise<number> {
-  const client = await pool.connect();
-  let count = 0;
-  try {
-    function* chunks(): Generator<string> {
-      let chunk = '';
-      let inChunk = 0;
-      for (const line of rows()) {
-        chunk += line;
-        count++;
-        if (++inChunk === ROWS_PER_CHUNK) {
-          yield chunk;
-          chunk = '';
-          inChunk = 0;
-        }
-      }
-      if (chunk !== '') yield chunk;
-    }
-    await pipeline(
-      Readable.from(chunks(), { objectMode: false }),
-      client.query(copyFrom(`COPY ${table} (${columns.join(', ')}) FROM STDIN`)),
-    );
-  } finally {
-    client.release();
-  }
-  return count;
 }
 
 interface Seeded {
@@ -121,6 +75,10 @@ function* eachConversation(
   }
 }
 
+function log(line: string): void {
+  process.stdout.write(`${line}\n`);
+}
+
 async function run(args: string[]): Promise<number> {
   if (args.includes('-h') || args.includes('--help')) {
     log(usage());
@@ -133,9 +91,6 @@ async function run(args: string[]): Promise<number> {
     throw new Error('--scale takes 1 to 1000');
   const url = new URL(process.env.BENCH_DATABASE_URL || DEFAULT_URL);
   const database = decodeURIComponent(url.pathname.slice(1));
-  if (!/^[a-z_][a-z0-9_]*$/.test(database)) throw new Error(`unusable database name "${database}"`);
-  if (database === 'test' || database === 'postgres')
-    throw new Error(`refusing to seed the database "${database}": name one of your own`);
   const cli = path.join(projectRoot, 'dist', 'cli.js');
   if (!existsSync(cli)) throw new Error(`${cli} not found: run "npm run build" first`);
 
@@ -143,27 +98,13 @@ async function run(args: string[]): Promise<number> {
   const phase = (what: string, since: number) =>
     log(`${what}: ${((performance.now() - since) / 1000).toFixed(1)} s`);
 
-  // The database, created afresh.
-  const admin = new pg.Client({
-    connectionString: Object.assign(new URL(url), { pathname: '/postgres' }).toString(),
-  });
-  await admin.connect();
-  try {
-    const exists = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [database]);
-    if (exists.rowCount !== 0) {
-      if (!replace) {
-        log(`database ${database} exists; keeping it (pass --replace to seed it again)`);
-        return 1;
-      }
-      await admin.query(`DROP DATABASE ${database} WITH (FORCE)`);
-    }
-    await admin.query(`CREATE DATABASE ${database}`);
-  } finally {
-    await admin.end();
+  if (!(await createDatabase(url, replace))) {
+    log(`database ${database} exists; keeping it (pass --replace to seed it again)`);
+    return 1;
   }
 
   let since = performance.now();
-  await migrate(cli, url.toString());
+  await migrateWithCli(cli, url.toString());
   phase('migrations (node dist/cli.js migrate)', since);
 
   const pool = new pg.Pool({ connectionString: url.toString(), max: 6 });
@@ -183,7 +124,7 @@ async function run(args: string[]): Promise<number> {
     phase('accounts, users, teams, templates, tags, API key', since);
 
     since = performance.now();
-    const dropped = await dropKeys(pool);
+    const dropped = await dropKeys(pool, LOADED);
     phase(`dropped ${dropped.length} indexes and keys of ${LOADED.join(', ')}`, since);
 
     since = performance.now();
@@ -340,7 +281,7 @@ async function run(args: string[]): Promise<number> {
     );
 
     since = performance.now();
-    await restoreKeys(pool, dropped);
+    await restoreKeys(pool, dropped, log);
     phase('indexes and keys built again', since);
 
     since = performance.now();
@@ -378,18 +319,6 @@ function scaled(shape: AccountShape, n: number): AccountShape {
     messages: Math.floor((shape.messages + shape.longMessages) / n) - long,
     longMessages: long,
   };
-}
-
-/** `node dist/cli.js migrate` on the new database: the schema exactly as the service makes it. */
-async function migrate(cli: string, databaseUrl: string): Promise<void> {
-  const env = { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn' };
-  const child = spawn(process.execPath, [cli, 'migrate'], {
-    env,
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  child.stdout.resume();
-  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
-  if (code !== 0) throw new Error(`node dist/cli.js migrate exited with ${code}`);
 }
 
 /** Accounts, their users, teams, template and tags, and one API key of the big account. */
@@ -465,78 +394,6 @@ async function insertAccounts(pool: pg.Pool, seeded: Seeded[], t: AccountTimes):
     ],
   );
   return apiKey;
-}
-
-interface DroppedKey {
-  table: string;
-  name: string;
-  /** ALTER TABLE … ADD CONSTRAINT or CREATE INDEX, as PostgreSQL itself prints it. */
-  definition: string;
-  kind: 'primary' | 'index' | 'foreign';
-}
-
-/** Drops the loaded tables' keys and indexes (CHECK constraints stay), keeping their definitions. */
-async function dropKeys(pool: pg.Pool): Promise<DroppedKey[]> {
-  const constraints = await pool.query<{ table: string; name: string; def: string; type: string }>(
-    `SELECT conrelid::regclass::text AS table, conname AS name, pg_get_constraintdef(oid) AS def, contype AS type
-     FROM pg_constraint WHERE conrelid = ANY($1::regclass[]) AND contype IN ('p', 'u', 'f', 'x')`,
-    [LOADED],
-  );
-  const indexes = await pool.query<{ table: string; name: string; def: string }>(
-    `SELECT i.indrelid::regclass::text AS table, c.relname AS name, pg_get_indexdef(i.indexrelid) AS def
-     FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
-     WHERE i.indrelid = ANY($1::regclass[])
-       AND NOT EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conindid = i.indexrelid AND k.contype IN ('p', 'u', 'x'))`,
-    [LOADED],
-  );
-  const dropped: DroppedKey[] = [
-    ...constraints.rows.map((r) => ({
-      table: r.table,
-      name: r.name,
-      definition: `ALTER TABLE ${r.table} ADD CONSTRAINT ${r.name} ${r.def}`,
-      kind: r.type === 'f' ? ('foreign' as const) : ('primary' as const),
-    })),
-    ...indexes.rows.map((r) => ({
-      table: r.table,
-      name: r.name,
-      definition: r.def,
-      kind: 'index' as const,
-    })),
-  ];
-  // Foreign keys first (they depend on the keys they reference).
-  for (const d of dropped.filter((d) => d.kind === 'foreign'))
-    await pool.query(`ALTER TABLE ${d.table} DROP CONSTRAINT ${d.name}`);
-  for (const d of dropped.filter((d) => d.kind === 'primary'))
-    await pool.query(`ALTER TABLE ${d.table} DROP CONSTRAINT ${d.name}`);
-  for (const d of dropped.filter((d) => d.kind === 'index'))
-    await pool.query(`DROP INDEX ${d.name}`);
-  return dropped;
-}
-
-/** Builds them again: keys, then indexes (two at a time), then foreign keys. */
-async function restoreKeys(pool: pg.Pool, dropped: DroppedKey[]): Promise<void> {
-  const build = async (d: DroppedKey) => {
-    const client = await pool.connect();
-    try {
-      await client.query(`SET maintenance_work_mem = '1GB'`);
-      const since = performance.now();
-      await client.query(d.definition);
-      log(`  ${d.name}: ${((performance.now() - since) / 1000).toFixed(1)} s`);
-    } finally {
-      client.release();
-    }
-  };
-  const inTwos = async (list: DroppedKey[]) => {
-    const queue = [...list];
-    await Promise.all(
-      [0, 1].map(async () => {
-        for (let d = queue.shift(); d; d = queue.shift()) await build(d);
-      }),
-    );
-  };
-  await inTwos(dropped.filter((d) => d.kind === 'primary'));
-  await inTwos(dropped.filter((d) => d.kind === 'index'));
-  for (const d of dropped.filter((d) => d.kind === 'foreign')) await build(d);
 }
 
 run(process.argv.slice(2)).then(
