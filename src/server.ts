@@ -19,11 +19,15 @@ import { webchatPruneTasks } from './webchat/retention.js';
 import { JobRunner } from './jobs/job-runner.js';
 import { WebhookDispatcher } from './webhooks/webhook-dispatcher.js';
 import { loadSecretsKey } from './connections/secrets-key.js';
+import { SecretBox } from './connections/secret-box.js';
+import { WebhookSecrets } from './webhooks/webhook-secrets.js';
 import { CONNECTION_TOPIC } from './connections/provider-resolver.js';
 
 export interface Store {
   db: Db;
   url: string;
+  /** SECRETS_KEY, or the embedded default's generated key. */
+  secretsKey: Buffer;
   close(): Promise<void>;
 }
 
@@ -31,9 +35,11 @@ const START_FIRST =
   'start the service first (switchboard serve), or pass --url to work through a running one';
 
 /**
- * The configured PostgreSQL, or the embedded one under DATA_DIR; migrated either way. With
- * `existing`, a store that was never created is refused (EmptyStore) and nothing is created:
- * no DATA_DIR or cluster for the embedded default, no migrations table in DATABASE_URL.
+ * The configured PostgreSQL, or the embedded one under DATA_DIR; migrated either way, with its
+ * secrets key (generated on the embedded default's first start), under which a migration seals
+ * what was stored in clear. With `existing`, a store that was never created is refused
+ * (EmptyStore) and nothing is created: no DATA_DIR or cluster for the embedded default, no
+ * migrations table in DATABASE_URL.
  */
 export async function openStore(
   config: Config,
@@ -50,6 +56,7 @@ export async function openStore(
     url = embedded.url;
   }
   const db = createDb(url, { preparedStatements: config.databasePreparedStatements });
+  let secretsKey: Buffer;
   try {
     if (opts.existing && !(await storeExists(db))) {
       throw new EmptyStore(
@@ -58,7 +65,10 @@ export async function openStore(
           : `no store in DATA_DIR ${config.dataDir} (its database has no migrations table): ${START_FIRST}`,
       );
     }
-    await migrate(db);
+    // On a first embedded start, the key file is made here, beside the cluster in DATA_DIR.
+    secretsKey = await loadSecretsKey(config);
+    const secrets = new WebhookSecrets(new SecretBox(secretsKey));
+    await migrate(db, (secret) => secrets.seal(secret));
   } catch (err) {
     await db.destroy();
     await embedded?.stop();
@@ -67,6 +77,7 @@ export async function openStore(
   return {
     db,
     url,
+    secretsKey,
     close: async () => {
       await db.destroy();
       await embedded?.stop();
@@ -127,8 +138,7 @@ export async function startService(
       })
     : new MemoryRateLimiter();
   const { app, services } = await buildApp({
-    // The embedded default generates its key into DATA_DIR on the first start.
-    config: { ...config, secretsKey: await loadSecretsKey(config) },
+    config: { ...config, secretsKey: store.secretsKey },
     db: store.db,
     rateLimiter,
     clock: systemClock,
@@ -153,6 +163,7 @@ export async function startService(
         clock: systemClock,
         log: app.log,
         allowPrivate: config.allowPrivateTargets,
+        secrets: new WebhookSecrets(new SecretBox(store.secretsKey)),
         metrics: services.metrics,
       })
     : null;

@@ -16,6 +16,7 @@ import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
+import { benchSecretsKey } from '../lib/settings.js';
 import {
   BIG,
   BIG_ACCOUNT_NAME,
@@ -382,7 +383,12 @@ function scaled(shape: AccountShape, n: number): AccountShape {
 
 /** `node dist/cli.js migrate` on the new database: the schema exactly as the service makes it. */
 async function migrate(cli: string, databaseUrl: string): Promise<void> {
-  const env = { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn' };
+  const env = {
+    ...process.env,
+    DATABASE_URL: databaseUrl,
+    SECRETS_KEY: benchSecretsKey(),
+    LOG_LEVEL: 'warn',
+  };
   const child = spawn(process.execPath, [cli, 'migrate'], {
     env,
     stdio: ['ignore', 'pipe', 'inherit'],
