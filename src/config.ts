@@ -49,7 +49,10 @@ export interface Config {
   sessionRateLimitPerMinute: number;
   /** The service's public base URL (webhook URLs, the widget, the API document's server), no trailing slash. */
   publicUrl: string;
-  /** 32 bytes that encrypt connection secrets; generated into DATA_DIR on the embedded default. */
+  /**
+   * 32 bytes that encrypt connection and webhook secrets: required with DATABASE_URL, generated
+   * into DATA_DIR on the embedded default (null here until it is loaded).
+   */
   secretsKey: Buffer | null;
   /**
    * Which proxies' X-Forwarded-For to believe for the client's address (per-address rate
@@ -97,8 +100,14 @@ function readUrl(env: Env, name: string, protocols: string[]): string | null {
   return raw;
 }
 
-function readSecretsKey(env: Env): Buffer | null {
+function readSecretsKey(env: Env, databaseUrl: string | null): Buffer | null {
   const raw = env.SECRETS_KEY ?? '';
+  // The embedded default keeps a key it generated in DATA_DIR; a database of one's own has
+  // nowhere to keep one beside it, and its webhook secrets are sealed under it.
+  if (raw === '' && databaseUrl)
+    throw new ConfigError(
+      'SECRETS_KEY is required with DATABASE_URL: webhook and connection secrets are stored encrypted under it (make one with openssl rand -base64 32, and keep it)',
+    );
   if (raw === '') return null;
   const key = Buffer.from(raw, 'base64');
   if (!/^[A-Za-z0-9+/]+={0,2}$/.test(raw) || key.length !== 32) {
@@ -155,10 +164,10 @@ export function loadConfig(env: Env = process.env): Config {
   if (!/^v\d{1,3}\.\d{1,3}$/.test(graphVersion)) {
     throw new ConfigError(`META_GRAPH_VERSION must look like v23.0 (got "${graphVersion}")`);
   }
+  const databaseUrl = readUrl(env, 'DATABASE_URL', ['postgres:', 'postgresql:']);
   const publicUrl =
     readUrl(env, 'PUBLIC_URL', ['http:', 'https:']) ??
     `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
-  const databaseUrl = readUrl(env, 'DATABASE_URL', ['postgres:', 'postgresql:']);
   const databaseDirectUrl = readUrl(env, 'DATABASE_DIRECT_URL', ['postgres:', 'postgresql:']);
   if (databaseDirectUrl && !databaseUrl) {
     throw new ConfigError(
@@ -209,6 +218,6 @@ export function loadConfig(env: Env = process.env): Config {
     ).replace(/\/+$/, ''),
     metaGraphVersion: graphVersion,
     publicUrl: publicUrl.replace(/\/+$/, ''),
-    secretsKey: readSecretsKey(env),
+    secretsKey: readSecretsKey(env, databaseUrl),
   };
 }

@@ -19,6 +19,8 @@ import { webchatPruneTasks } from './webchat/retention.js';
 import { JobRunner } from './jobs/job-runner.js';
 import { WebhookDispatcher } from './webhooks/webhook-dispatcher.js';
 import { loadSecretsKey } from './connections/secrets-key.js';
+import { SecretBox } from './connections/secret-box.js';
+import { WebhookSecrets } from './webhooks/webhook-secrets.js';
 import { CONNECTION_TOPIC } from './connections/provider-resolver.js';
 
 export interface Store {
@@ -26,6 +28,8 @@ export interface Store {
   url: string;
   /** The database without a pooler between, for sessions (LISTEN): DATABASE_DIRECT_URL or `url`. */
   directUrl: string;
+  /** SECRETS_KEY, or the embedded default's generated key. */
+  secretsKey: Buffer;
   close(): Promise<void>;
 }
 
@@ -33,9 +37,11 @@ const START_FIRST =
   'start the service first (switchboard serve), or pass --url to work through a running one';
 
 /**
- * The configured PostgreSQL, or the embedded one under DATA_DIR; migrated either way. With
- * `existing`, a store that was never created is refused (EmptyStore) and nothing is created:
- * no DATA_DIR or cluster for the embedded default, no migrations table in DATABASE_URL.
+ * The configured PostgreSQL, or the embedded one under DATA_DIR; migrated either way, with its
+ * secrets key (generated on the embedded default's first start), under which a migration seals
+ * what was stored in clear. With `existing`, a store that was never created is refused
+ * (EmptyStore) and nothing is created: no DATA_DIR or cluster for the embedded default, no
+ * migrations table in DATABASE_URL.
  */
 export async function openStore(
   config: Config,
@@ -56,6 +62,7 @@ export async function openStore(
   const direct = config.databaseDirectUrl
     ? createDb(config.databaseDirectUrl, { max: 1, preparedStatements: false })
     : null;
+  let secretsKey: Buffer;
   try {
     if (opts.existing && !(await storeExists(direct ?? db))) {
       throw new EmptyStore(
@@ -64,7 +71,10 @@ export async function openStore(
           : `no store in DATA_DIR ${config.dataDir} (its database has no migrations table): ${START_FIRST}`,
       );
     }
-    await migrate(direct ?? db);
+    // On a first embedded start, the key file is made here, beside the cluster in DATA_DIR.
+    secretsKey = await loadSecretsKey(config);
+    const secrets = new WebhookSecrets(new SecretBox(secretsKey));
+    await migrate(direct ?? db, (secret) => secrets.seal(secret));
   } catch (err) {
     await db.destroy();
     await embedded?.stop();
@@ -76,6 +86,7 @@ export async function openStore(
     db,
     url,
     directUrl: config.databaseDirectUrl ?? url,
+    secretsKey,
     close: async () => {
       await db.destroy();
       await embedded?.stop();
@@ -136,8 +147,7 @@ export async function startService(
       })
     : new MemoryRateLimiter();
   const { app, services } = await buildApp({
-    // The embedded default generates its key into DATA_DIR on the first start.
-    config: { ...config, secretsKey: await loadSecretsKey(config) },
+    config: { ...config, secretsKey: store.secretsKey },
     db: store.db,
     rateLimiter,
     clock: systemClock,
@@ -162,6 +172,7 @@ export async function startService(
         clock: systemClock,
         log: app.log,
         allowPrivate: config.allowPrivateTargets,
+        secrets: new WebhookSecrets(new SecretBox(store.secretsKey)),
         metrics: services.metrics,
       })
     : null;

@@ -145,7 +145,6 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
   const messagesRepo = new MessagesRepository(db);
   const broadcastsRepo = new BroadcastsRepository(db);
   const metrics = new Metrics();
-
   // Disabled (every read goes to the database) until a CacheFeed listens for changes.
   const caches = {
     keys: new ReadCache<KeyOwner>({ maxEntries: 10_000, ttlMs: 60_000 }),
@@ -332,6 +331,7 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     clock,
     log,
     allowPrivate: config.allowPrivateTargets,
+    secretBox,
   });
   const broadcasts = new BroadcastsService({
     tx,

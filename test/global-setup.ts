@@ -5,6 +5,7 @@ import { sql } from 'kysely';
 import type { TestProject } from 'vitest/node';
 import { createDb, migrate } from '../src/db/database.js';
 import { startEmbeddedPostgres } from '../src/db/embedded/index.js';
+import { sealForTests } from './secrets-key.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -58,7 +59,8 @@ export default async function setup(project: TestProject) {
     urls.map(async (url) => {
       const db = createDb(url);
       try {
-        await migrate(db);
+        // A run's own database keeps what earlier runs stored, under the tests' key.
+        await migrate(db, sealForTests);
       } finally {
         await db.destroy();
       }

@@ -13,6 +13,7 @@ import type { CacheFeed } from '../src/db/cache-feed.js';
 import { listenForChanges } from '../src/server.js';
 import { testDatabaseUrl } from './database.js';
 import { installConformanceCheck, takeMismatches } from './openapi-conformance.js';
+import { sealForTests, TEST_SECRETS_KEY } from './secrets-key.js';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 
@@ -75,6 +76,8 @@ export async function startTestApp(
       allowPrivateTargets: true,
       // Statuses move only when a test moves them (through the endpoint or by draining jobs).
       sandboxAutoAdvance: false,
+      // As a service always has one (SECRETS_KEY, or the embedded default's own).
+      secretsKey: TEST_SECRETS_KEY,
       ...opts.config,
     },
     db,
@@ -138,7 +141,7 @@ export async function createPrivateDatabase(
   if (opts.migrated !== false) {
     const db = createDb(url.toString(), { max: 1 });
     try {
-      await migrate(db);
+      await migrate(db, sealForTests);
     } finally {
       await db.destroy();
     }

@@ -3,11 +3,11 @@
 // indexes are away, and those built again after.
 
 import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
+import { benchSecretsKey } from './settings.js';
 
 const ROWS_PER_CHUNK = 2_000;
 
@@ -42,8 +42,7 @@ export async function migrateWithCli(cli: string, databaseUrl: string): Promise<
   const env = {
     ...process.env,
     DATABASE_URL: databaseUrl,
-    // A store on DATABASE_URL may need one; the seeded rows hold no secret.
-    SECRETS_KEY: process.env.SECRETS_KEY || randomBytes(32).toString('base64'),
+    SECRETS_KEY: benchSecretsKey(),
     LOG_LEVEL: 'warn',
   };
   const child = spawn(process.execPath, [cli, 'migrate'], {

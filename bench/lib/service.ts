@@ -15,7 +15,7 @@ import {
   stopChild,
 } from './child.js';
 import { expectJson, stringField } from './http.js';
-import { redactUrl } from './settings.js';
+import { benchSecretsKey, redactUrl } from './settings.js';
 
 /** The built service (`node dist/main.js`) running as a child process on 127.0.0.1. */
 export interface ServiceHandle {
@@ -96,7 +96,10 @@ export async function startService(opts: {
   const env: NodeJS.ProcessEnv = { ...process.env };
   for (const name of OWNED_ENV) delete env[name];
   Object.assign(env, { HOST: '127.0.0.1', ADMIN_TOKEN: adminToken, LOG_LEVEL: 'warn' });
-  if (opts.databaseUrl !== null) env.DATABASE_URL = opts.databaseUrl;
+  if (opts.databaseUrl !== null) {
+    env.DATABASE_URL = opts.databaseUrl;
+    env.SECRETS_KEY = benchSecretsKey(env);
+  }
   if (dataDir !== null) env.DATA_DIR = dataDir;
   Object.assign(env, extraEnv);
 

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 
@@ -67,6 +68,15 @@ export interface Settings {
 }
 
 export class SettingsError extends Error {}
+
+/**
+ * The service's SECRETS_KEY on a database of its own (BENCH_DATABASE_URL), where it is required:
+ * SECRETS_KEY from the environment, else the harness's own, the same in every run, so that a
+ * seeded database's secrets stay readable from one run to the next.
+ */
+export function benchSecretsKey(env: Record<string, string | undefined> = process.env): string {
+  return env.SECRETS_KEY || createHash('sha256').update('switchboard bench').digest('base64');
+}
 
 type Env = Record<string, string | undefined>;
 

@@ -150,15 +150,12 @@ export async function runDemo(opts: {
     newConversations++;
   }
 
-  // The web chat: a visitor through the widget's endpoints, else the sandbox plays one.
+  // The web chat: a visitor through the widget's endpoints.
   const skipped: string[] = [];
   if (talked.get('webchat')!.size === 0) {
     const why = await webchat(api, url);
     if (why === null) newConversations++;
-    else if (await sandboxWebchat(api, existing)) {
-      newConversations++;
-      say(`webchat: through the sandbox, since ${why}`);
-    } else {
+    else {
       skipped.push(`webchat: ${why}`);
       say(`webchat skipped: ${why}`);
     }
@@ -284,19 +281,6 @@ async function play(api: Api, channel: Channel, contactId: string, steps: Step[]
     }
   }
   return conversationId;
-}
-
-/**
- * The web chat's conversation through the sandbox, where the channel is not connected (a store
- * without SECRETS_KEY cannot connect it): the visitor is then a contact with a phone. False when
- * the channel is connected and the sandbox may not speak for it.
- */
-async function sandboxWebchat(api: Api, existing: Map<string | null, Contact>): Promise<boolean> {
-  const channel = await api.get<ChannelState>('/v1/channels/webchat');
-  if (channel.provider !== 'sandbox') return false;
-  const [id] = await ensureContact(api, existing, WEBCHAT_VISITOR);
-  await play(api, 'webchat', id, WEBCHAT_VISITOR.steps);
-  return true;
 }
 
 /**

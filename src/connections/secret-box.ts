@@ -5,7 +5,8 @@ const IV_BYTES = 12;
 const TAG_BYTES = 16;
 
 /**
- * Seals connection secrets with AES-256-GCM under the service's SECRETS_KEY: a box is
+ * Seals secrets the service must read back (connections', webhooks' signing secrets, replay
+ * records that hold one) with AES-256-GCM under the service's SECRETS_KEY: a box is
  * `version (1 byte) | iv (12) | tag (16) | ciphertext`, so a tampered box or a wrong key fails
  * to open rather than yielding garbage.
  */

@@ -7,16 +7,16 @@ import { ConfigError, type Config } from '../config.js';
 export const SECRETS_KEY_FILE = 'secrets.key';
 
 /**
- * The key that seals connection secrets: SECRETS_KEY when set; on the embedded default (no
- * DATABASE_URL), the one kept in DATA_DIR, generated (readable by the owner only) on the first
- * start; with DATABASE_URL and no SECRETS_KEY, none, and real providers cannot be connected.
- * The key file sits beside the embedded database, so the two are backed up and lost together.
+ * The key that seals connection and webhook secrets: SECRETS_KEY when set; on the embedded
+ * default (no DATABASE_URL), the one kept in DATA_DIR, generated (readable by the owner only) on
+ * the first start. With DATABASE_URL it must be set (loadConfig refuses a configuration without
+ * it). The key file sits beside the embedded database, so the two are backed up and lost together.
  */
 export async function loadSecretsKey(
   config: Pick<Config, 'secretsKey' | 'databaseUrl' | 'dataDir'>,
-): Promise<Buffer | null> {
+): Promise<Buffer> {
   if (config.secretsKey) return config.secretsKey;
-  if (config.databaseUrl) return null;
+  if (config.databaseUrl) throw new ConfigError('SECRETS_KEY is required with DATABASE_URL');
   const file = path.join(config.dataDir, SECRETS_KEY_FILE);
   const existing = await readKeyFile(file);
   if (existing) return existing;
@@ -51,7 +51,7 @@ async function readKeyFile(file: string): Promise<Buffer | null> {
   const key = Buffer.from(raw, 'base64');
   if (!/^[A-Za-z0-9+/]+={0,2}$/.test(raw) || key.length !== 32) {
     throw new ConfigError(
-      `${file} does not hold the base64 of 32 bytes; restore the original: connection secrets sealed under it cannot be read with another`,
+      `${file} does not hold the base64 of 32 bytes; restore the original: connection and webhook secrets sealed under it cannot be read with another`,
     );
   }
   return key;

@@ -48,6 +48,12 @@ import * as m033 from './migrations/033_contact_import_heartbeat.js';
 import * as m034 from './migrations/034_contact_counts.js';
 import * as m036 from './migrations/036_job_settling.js';
 import * as m037 from './migrations/037_webchat_vouched_by.js';
+import {
+  sealWebhookSecrets,
+  type SealWebhookSecret,
+} from './migrations/035_webhook_secret_boxes.js';
+
+export type { SealWebhookSecret } from './migrations/035_webhook_secret_boxes.js';
 
 export type Db = Kysely<Tables>;
 export type Tx = Transaction<Tables>;
@@ -158,7 +164,18 @@ export function createDb(
   });
 }
 
-export const migrations: Record<string, Migration> = {
+/**
+ * Every migration, in order. Those that encrypt what they store are given the means:
+ * `sealWebhookSecret` (null without SECRETS_KEY, and then a store with webhooks is refused).
+ */
+export function migrations(sealWebhookSecret: SealWebhookSecret): Record<string, Migration> {
+  return {
+    ...plainMigrations,
+    '035_webhook_secret_boxes': sealWebhookSecrets(sealWebhookSecret),
+  };
+}
+
+const plainMigrations: Record<string, Migration> = {
   '001_foundation': m001,
   '002_inbox': m002,
   '003_webhooks': m003,
@@ -197,7 +214,6 @@ export const migrations: Record<string, Migration> = {
   '037_webchat_vouched_by': m037,
 };
 
-/** Applies pending migrations; Kysely's migrator takes a lock, so concurrent starts are safe. */
 /** Whether the database holds a store: the migrator's table exists (the first start made it). */
 export async function storeExists(db: Db): Promise<boolean> {
   const { rows } = await sql<{
@@ -206,10 +222,11 @@ export async function storeExists(db: Db): Promise<boolean> {
   return rows[0]?.found != null;
 }
 
-export async function migrate(db: Db): Promise<void> {
+/** Applies pending migrations; Kysely's migrator takes a lock, so concurrent starts are safe. */
+export async function migrate(db: Db, sealWebhookSecret: SealWebhookSecret): Promise<void> {
   const migrator = new Migrator({
     db,
-    provider: { getMigrations: async () => migrations },
+    provider: { getMigrations: async () => migrations(sealWebhookSecret) },
   });
   const { error, results } = await migrator.migrateToLatest();
   if (error) {

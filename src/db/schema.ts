@@ -220,7 +220,8 @@ export interface WebhooksTable {
   id: string;
   url: string;
   events: string[];
-  secret: string;
+  /** The signing secret sealed under SECRETS_KEY (see WebhookSecrets); never stored in clear. */
+  secret_box: Buffer;
   status: 'active' | 'disabled';
   disabled_reason: string | null;
   /** When the first of an unbroken run of failed attempts happened; null after a success. */

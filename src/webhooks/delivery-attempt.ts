@@ -31,7 +31,8 @@ export interface Claimed {
   event_id: string;
   attempts: number;
   url: string;
-  secret: string;
+  /** The webhook's signing secret, sealed (see WebhookSecrets). */
+  secret_box: Buffer;
   type: string;
   data: unknown;
   created_at: Date;
@@ -49,12 +50,14 @@ export type Outcome =
     };
 
 /**
- * One attempt at a delivery: the event signed over the exact bytes sent and POSTed to the
- * webhook's URL (no redirects followed; of the answer's body, only the start is kept for the log). `answered` is called as
- * soon as the receiver has answered or failed; the outcome comes with the attempt's duration.
+ * One attempt at a delivery: the event signed with `secret` (the webhook's, opened) over the
+ * exact bytes sent and POSTed to the webhook's URL (no redirects followed; of the answer's body,
+ * only the start is kept for the log). `answered` is called as soon as the receiver has answered
+ * or failed; the outcome comes with the attempt's duration.
  */
 export async function sendAttempt(
   d: Claimed,
+  secret: string,
   opts: { clock: Clock; allowPrivate: boolean; agent: https.Agent },
   answered: () => void,
 ): Promise<{ outcome: Outcome; durationMs: number }> {
@@ -73,7 +76,7 @@ export async function sendAttempt(
       url: d.url,
       method: 'POST',
       headers: deliveryHeaders({
-        secret: d.secret,
+        secret,
         eventId: d.event_id,
         attempt: d.attempts,
         timestampSeconds: timestamp,
@@ -89,7 +92,7 @@ export async function sendAttempt(
       allowPrivate: opts.allowPrivate,
       agent: opts.agent,
     });
-    const excerpt = responseExcerpt(res.body, d.secret);
+    const excerpt = responseExcerpt(res.body, secret);
     if (res.status >= 200 && res.status < 300)
       outcome = { kind: 'delivered', statusCode: res.status, excerpt };
     else

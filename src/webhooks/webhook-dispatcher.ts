@@ -9,6 +9,7 @@ import type { Metrics } from '../metrics/metrics.js';
 import { PollLoop } from '../jobs/poll-loop.js';
 import { DELIVERY_TIMEOUT_MS, sendAttempt, type Claimed } from './delivery-attempt.js';
 import { DeliveryBooks } from './delivery-books.js';
+import type { WebhookSecrets } from './webhook-secrets.js';
 
 export { DELIVERY_TIMEOUT_MS } from './delivery-attempt.js';
 export { DISABLE_AFTER_FAILING_MS } from './delivery-books.js';
@@ -16,11 +17,17 @@ export { DISABLE_AFTER_FAILING_MS } from './delivery-books.js';
 /** Rows deleted per statement when pruning deliveries and attempts. */
 const PRUNE_BATCH = 5_000;
 
+/** The recorded error of an attempt whose webhook's secret this process cannot open. */
+export const UNREADABLE_SECRET =
+  "the webhook's signing secret cannot be read with this SECRETS_KEY: start the service with the key it was stored under";
+
 export interface DispatcherOptions {
   db: Db;
   clock: Clock;
   log: FastifyBaseLogger;
   allowPrivate: boolean;
+  /** Opens the webhooks' signing secrets (sealed under SECRETS_KEY). */
+  secrets: WebhookSecrets;
   /** Deliveries in flight in this process, across all webhooks. */
   maxInFlight?: number;
   /** Deliveries in flight in this process for one webhook: a slow receiver holds at most this many slots. */
@@ -175,7 +182,7 @@ export class WebhookDispatcher {
         WHERE d.ctid = due.ctid
         RETURNING d.account_id, d.webhook_id, d.event_id, d.attempts
       )
-      SELECT c.account_id, c.webhook_id, c.event_id, c.attempts, w.url, w.secret, e.type, e.data, e.created_at
+      SELECT c.account_id, c.webhook_id, c.event_id, c.attempts, w.url, w.secret_box, e.type, e.data, e.created_at
       FROM claimed c
       JOIN webhooks w ON w.account_id = c.account_id AND w.id = c.webhook_id
       JOIN events e ON e.account_id = c.account_id AND e.id = c.event_id`.execute(this.opts.db);
@@ -220,8 +227,21 @@ export class WebhookDispatcher {
   }
 
   private async deliver(d: Claimed, answered: () => void): Promise<void> {
+    const secret = this.opts.secrets.open(d.secret_box);
+    if (secret === null) {
+      // Nothing is sent unsigned: the attempt fails, is logged and retried on the schedule, so
+      // deliveries resume once the service runs with the right key again.
+      answered();
+      await this.books.record(
+        d,
+        { kind: 'failed', statusCode: null, error: UNREADABLE_SECRET, excerpt: null },
+        0,
+      );
+      return;
+    }
     const { outcome, durationMs } = await sendAttempt(
       d,
+      secret,
       { clock: this.opts.clock, allowPrivate: this.opts.allowPrivate, agent: this.agent },
       answered,
     );

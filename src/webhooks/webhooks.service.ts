@@ -9,6 +9,8 @@ import type { JobQueue } from '../jobs/job-queue.js';
 import type { JobOutcome } from '../jobs/job-runner.js';
 import { isPrivateAddress } from '../net/address-guard.js';
 import { newWebhookSecret } from './signing.js';
+import type { SecretBox } from '../connections/secret-box.js';
+import { WebhookSecrets } from './webhook-secrets.js';
 import type { AttemptRow, WebhookRow, WebhooksRepository } from './webhooks.repository.js';
 import type {
   CreateWebhookBody,
@@ -68,6 +70,8 @@ function checkUrl(raw: string, allowPrivate: boolean): string {
 }
 
 export class WebhooksService {
+  private readonly secrets: WebhookSecrets | null;
+
   constructor(
     private readonly deps: {
       tx: Transactor;
@@ -76,11 +80,23 @@ export class WebhooksService {
       clock: Clock;
       log: FastifyBaseLogger;
       allowPrivate: boolean;
+      /** Seals signing secrets; null without SECRETS_KEY, and then no webhook can be registered. */
+      secretBox: SecretBox | null;
     },
-  ) {}
+  ) {
+    this.secrets = deps.secretBox && new WebhookSecrets(deps.secretBox);
+  }
 
   async create(scope: Scope, input: CreateWebhookBody): Promise<WebhookWithSecret> {
     const url = checkUrl(input.url, this.deps.allowPrivate);
+    const secrets = this.secrets;
+    if (!secrets) {
+      throw new AppError(
+        'validation_error',
+        'SECRETS_KEY must be set before registering a webhook: its signing secret is stored encrypted under it',
+        422,
+      );
+    }
     return this.deps.tx.run(scope, async (trx) => {
       await this.deps.webhooks.lockAccount(trx, scope.accountId);
       if ((await this.deps.webhooks.count(trx, scope.accountId)) >= MAX_WEBHOOKS_PER_ACCOUNT) {
@@ -92,12 +108,13 @@ export class WebhooksService {
         );
       }
       const now = this.deps.clock.now();
+      const secret = newWebhookSecret();
       const row: WebhookRow = {
         account_id: scope.accountId,
         id: newId('wh'),
         url,
         events: input.events,
-        secret: newWebhookSecret(),
+        secret_box: secrets.seal(secret),
         status: 'active',
         disabled_reason: null,
         failing_since: null,
@@ -105,7 +122,7 @@ export class WebhooksService {
         updated_at: now,
       };
       await this.deps.webhooks.insert(trx, row);
-      return { ...toWebhook(row), secret: row.secret };
+      return { ...toWebhook(row), secret };
     });
   }
 

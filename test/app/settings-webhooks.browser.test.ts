@@ -13,6 +13,7 @@ import {
   startBrowserApp,
   type BrowserApp,
 } from './app-helpers.js';
+import { testWebhookSecrets } from '../secrets-key.js';
 
 const SHOTS = process.env.UPDATE_SCREENSHOTS
   ? new URL('../../docs/screenshots/', import.meta.url).pathname
@@ -39,6 +40,7 @@ describe.skipIf(!RUN_BROWSER)('Settings › Webhooks', () => {
   async function deliver(acc: TestAccount): Promise<void> {
     const d = new WebhookDispatcher({
       db: app.t.db,
+      secrets: testWebhookSecrets(),
       clock: app.t.clock,
       log: app.t.app.log,
       allowPrivate: true,

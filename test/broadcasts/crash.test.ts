@@ -13,6 +13,7 @@ import {
   sleep,
   startAppOn,
 } from './broadcast-helpers.js';
+import { TEST_SECRETS_ENV } from '../secrets-key.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const WORKER = fileURLToPath(new URL('./fixtures/worker.ts', import.meta.url));
@@ -40,6 +41,7 @@ function startWorker(): { child: ChildProcess; exited: Promise<void>; output: ()
     env: {
       ...process.env,
       DATABASE_URL: dbUrl,
+      ...TEST_SECRETS_ENV,
       BROADCAST_BATCH_SIZE: '100',
       BROADCAST_RATE_WEBCHAT: '0',
       SANDBOX_AUTO_ADVANCE: 'false',

@@ -175,9 +175,9 @@ describe('fan-out statement plans on a table without statistics', () => {
     // Webhooks of many accounts (never analyzed), a few of this one subscribed to
     // message.created: each message's event finds its account's by key.
     await sql`
-      INSERT INTO webhooks (account_id, id, url, events, secret, status, created_at, updated_at)
+      INSERT INTO webhooks (account_id, id, url, events, secret_box, status, created_at, updated_at)
       SELECT CASE WHEN i <= 3 THEN 'acc_plan' ELSE 'acc_hook' || i END, 'wh_' || i,
-             'https://example.com/hook', '{message.created,contact.created}', 'secret', 'active',
+             'https://example.com/hook', '{message.created,contact.created}', decode('00', 'hex'), 'active',
              now(), now()
       FROM generate_series(1, 20000) AS i`.execute(db);
     await sql`ANALYZE contacts`.execute(db);

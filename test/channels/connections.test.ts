@@ -704,23 +704,23 @@ describe('SECRETS_KEY', () => {
     expect(key).toHaveLength(32);
     const file = path.join(dataDir, SECRETS_KEY_FILE);
     expect((await stat(file)).mode & 0o777).toBe(0o600);
-    expect(Buffer.from((await readFile(file, 'utf8')).trim(), 'base64').equals(key!)).toBe(true);
-    expect((await loadSecretsKey(config))!.equals(key!)).toBe(true);
+    expect(Buffer.from((await readFile(file, 'utf8')).trim(), 'base64').equals(key)).toBe(true);
+    expect((await loadSecretsKey(config)).equals(key)).toBe(true);
     // Two first starts at once agree on one key.
     const racing = path.join(dir, 'race');
     const [k1, k2] = await Promise.all([
       loadSecretsKey({ ...config, dataDir: racing }),
       loadSecretsKey({ ...config, dataDir: racing }),
     ]);
-    expect(k1!.equals(k2!)).toBe(true);
+    expect(k1.equals(k2)).toBe(true);
   });
 
-  it('is the configured one when set, and none with DATABASE_URL alone', async () => {
+  it('is the configured one when set, and never generated with DATABASE_URL', async () => {
     const dataDir = path.join(dir, 'configured');
     expect(await loadSecretsKey({ secretsKey: KEY, databaseUrl: null, dataDir })).toBe(KEY);
-    expect(
-      await loadSecretsKey({ secretsKey: null, databaseUrl: 'postgres://x@h/db', dataDir }),
-    ).toBeNull();
+    await expect(
+      loadSecretsKey({ secretsKey: null, databaseUrl: 'postgres://x@h/db', dataDir }),
+    ).rejects.toThrow(ConfigError);
     await expect(stat(dataDir)).rejects.toThrow();
   });
 
@@ -733,7 +733,7 @@ describe('SECRETS_KEY', () => {
     );
   });
 
-  it('missing with DATABASE_URL: connecting a real provider is a 422 that says so', async () => {
+  it('an app built without one: connecting a real provider is a 422 that says so', async () => {
     const noKey = await startTestApp({
       config: { metaGraphUrl: graph.url, secretsKey: null, publicUrl: PUBLIC_URL },
       readCache: false,

@@ -92,9 +92,22 @@ describe('SECRETS_KEY', () => {
     expect(message).toBe(said);
     expect(message).not.toContain(value);
   });
-  it('takes the base64 of 32 bytes; none when unset', () => {
+  it('takes the base64 of 32 bytes; none when unset (the embedded default generates one)', () => {
     const key = randomBytes(32);
     expect(loadConfig({ SECRETS_KEY: key.toString('base64') }).secretsKey).toEqual(key);
     expect(loadConfig({}).secretsKey).toBeNull();
+  });
+  it('is required with DATABASE_URL, in one line that says how to make one', () => {
+    const url = 'postgres://sb@db.example/sb';
+    for (const unset of [{}, { SECRETS_KEY: '' }] as Record<string, string>[]) {
+      expect(refusal({ DATABASE_URL: url, ...unset })).toBe(
+        'SECRETS_KEY is required with DATABASE_URL: webhook and connection secrets are stored encrypted under it (make one with openssl rand -base64 32, and keep it)',
+      );
+    }
+    const key = randomBytes(32);
+    expect(loadConfig({ DATABASE_URL: url, SECRETS_KEY: key.toString('base64') })).toMatchObject({
+      databaseUrl: url,
+      secretsKey: key,
+    });
   });
 });

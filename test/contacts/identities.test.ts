@@ -31,6 +31,7 @@ import {
   receive,
 } from '../inbox-helpers.js';
 import { testDatabaseUrl } from '../database.js';
+import { sealForTests } from '../secrets-key.js';
 
 /**
  * A provider standing in for a real one (its name is not `sandbox`): records what it is asked
@@ -643,7 +644,7 @@ describe('migration 010', () => {
         INSERT INTO conversations (account_id, id, contact_id, channel, status, created_at, updated_at)
         VALUES ('acc_old', 'conv_old', 'con_old', 'whatsapp', 'open', ${now}, ${now})`.execute(db);
 
-      await migrate(db);
+      await migrate(db, sealForTests);
 
       const contact = await db
         .selectFrom('contacts')

@@ -3,12 +3,15 @@ import { sql } from 'kysely';
 import { expect, it } from 'vitest';
 import { createDb, migrate, migrations } from '../../src/db/database.js';
 import { createPrivateDatabase } from '../helpers.js';
+import { sealForTests } from '../secrets-key.js';
 
 it('migration 019 brings a broadcast scheduled past year 9999 back to the last instant that can be read', async () => {
   const database = await createPrivateDatabase({ migrated: false });
   const db = createDb(database.url, { max: 2 });
   try {
-    const before = Object.fromEntries(Object.entries(migrations).filter(([name]) => name < '019'));
+    const before = Object.fromEntries(
+      Object.entries(migrations(null)).filter(([name]) => name < '019'),
+    );
     expect(
       (
         await new Migrator({
@@ -26,7 +29,7 @@ it('migration 019 brings a broadcast scheduled past year 9999 back to the last i
     await row('bc_late', '9999-12-31T23:59:59.999-00:01').execute(db);
     await row('bc_fine', '2030-03-01T08:00:00Z').execute(db);
 
-    await migrate(db);
+    await migrate(db, sealForTests);
 
     const rows = await db
       .selectFrom('broadcasts')

@@ -3,12 +3,15 @@ import { sql } from 'kysely';
 import { expect, it } from 'vitest';
 import { createDb, migrate, migrations } from '../../src/db/database.js';
 import { createPrivateDatabase } from '../helpers.js';
+import { sealForTests } from '../secrets-key.js';
 
 it("migration 034 counts the contacts already stored, by stage and by tag and stage, each contact's tag once", async () => {
   const database = await createPrivateDatabase({ migrated: false });
   const db = createDb(database.url, { max: 2 });
   try {
-    const before = Object.fromEntries(Object.entries(migrations).filter(([name]) => name < '034'));
+    const before = Object.fromEntries(
+      Object.entries(migrations(null)).filter(([name]) => name < '034'),
+    );
     expect(
       (
         await new Migrator({
@@ -26,7 +29,7 @@ it("migration 034 counts the contacts already stored, by stage and by tag and st
     await contact('acc_a', 'con_0003', [], 'lead').execute(db);
     await contact('acc_b', 'con_0004', ['vip'], 'customer').execute(db);
 
-    await migrate(db);
+    await migrate(db, sealForTests);
 
     const stages = await sql<{ k: string; n: string }>`
       SELECT account_id || '/' || lifecycle_stage AS k, sum(n) AS n FROM contact_counts

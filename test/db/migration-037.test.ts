@@ -2,12 +2,15 @@ import { Migrator, sql } from 'kysely';
 import { expect, it } from 'vitest';
 import { createDb, migrate, migrations } from '../../src/db/database.js';
 import { createPrivateDatabase } from '../helpers.js';
+import { sealForTests } from '../secrets-key.js';
 
 it('migration 037 keeps the identifications of a connected webchat, vouched for by its secret, and ends those of a connection gone', async () => {
   const database = await createPrivateDatabase({ migrated: false });
   const db = createDb(database.url, { max: 2 });
   try {
-    const before = Object.fromEntries(Object.entries(migrations).filter(([name]) => name < '037'));
+    const before = Object.fromEntries(
+      Object.entries(migrations(null)).filter(([name]) => name < '037'),
+    );
     expect(
       (
         await new Migrator({
@@ -30,7 +33,7 @@ it('migration 037 keeps the identifications of a connected webchat, vouched for 
     // acc_b's webchat was disconnected: its identifications were to end at the next connection.
     await visitor('acc_b', 'vis_3', 'user-3').execute(db);
 
-    await migrate(db);
+    await migrate(db, sealForTests);
 
     const rows = await sql<{ id: string; identifier: string | null; vouched: boolean | null }>`
       SELECT id, identifier, vouched_by = sha256('\\x0102'::bytea) AS vouched

@@ -155,35 +155,4 @@ describe('switchboard demo', () => {
     expect(wrong.code).toBe(1);
     expect(wrong.stderr).toContain('the API key was refused');
   }, 150_000);
-  it('without SECRETS_KEY, where the web chat cannot be connected, the sandbox plays its visitor', async () => {
-    // A second account, and a second API process on the same database without SECRETS_KEY.
-    const admin = { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' };
-    const made = await fetch(`${service.base}/admin/accounts`, {
-      method: 'POST',
-      headers: admin,
-      body: JSON.stringify({ name: 'Plain', plan: 'enterprise', rate_limit_per_minute: 10_000 }),
-    });
-    const account = (await made.json()) as { id: string };
-    const minted = await fetch(`${service.base}/admin/accounts/${account.id}/api-keys`, {
-      method: 'POST',
-      headers: admin,
-      body: JSON.stringify({}),
-    });
-    const { api_key } = (await minted.json()) as { api_key: string };
-    const plain = await startService({ DATABASE_URL: db.url }, ['serve', '--no-workers']);
-    try {
-      const run = await runCli({ SWITCHBOARD_API_KEY: api_key }, ['demo', '--url', plain.base]);
-      expect(run.code, run.stderr).toBe(0);
-      expect(run.stdout).toContain(
-        'webchat: through the sandbox, since the web chat cannot be connected',
-      );
-      const res = await fetch(`${plain.base}/v1/conversations?channel=webchat&status=all`, {
-        headers: { authorization: `Bearer ${api_key}` },
-      });
-      const page = (await res.json()) as Page<{ contact: { name: string } }>;
-      expect(page.data.map((c) => c.contact.name)).toEqual(['Emma Laurent']);
-    } finally {
-      await stopProcess(plain);
-    }
-  }, 300_000);
 });

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { TEST_SECRETS_ENV } from '../secrets-key.js';
 import { builtAt, newestSource } from '../sources.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -45,11 +46,14 @@ export interface ServiceProcess {
 
 type Exit = { code: number | null; signal: NodeJS.Signals | null };
 
-/** The CLI with `args` (see cliEntry), its output collected. */
+/**
+ * The CLI with `args` (see cliEntry), its output collected. On a DATABASE_URL it gets the tests'
+ * SECRETS_KEY unless `env` names one (an empty one included).
+ */
 export function spawnCli(env: Record<string, string>, args: string[]) {
   const child = spawn(process.execPath, [...cliEntry(), ...args], {
     cwd: ROOT,
-    env: { ...process.env, ...env },
+    env: { ...process.env, ...(env.DATABASE_URL ? TEST_SECRETS_ENV : {}), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

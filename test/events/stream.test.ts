@@ -19,6 +19,7 @@ import {
 import { startHttpsServer } from '../https-server.js';
 import { SseClient } from './sse-client.js';
 import { testDatabaseUrl } from '../database.js';
+import { testWebhookSecrets } from '../secrets-key.js';
 
 /*
  * GET /v1/events/stream over real sockets: a client that reads the response as it arrives.
@@ -129,6 +130,7 @@ describe('GET /v1/events/stream', () => {
 
       const dispatcher = new WebhookDispatcher({
         db: t.db,
+        secrets: testWebhookSecrets(),
         clock: t.clock,
         log: t.app.log,
         allowPrivate: true,

@@ -9,6 +9,7 @@ import { freePort } from '../e2e/process.js';
 import { createPrivateDatabase } from '../helpers.js';
 import { startHttpsServer } from '../https-server.js';
 import { TcpProxy } from '../tcp-proxy.js';
+import { TEST_SECRETS_KEY } from '../secrets-key.js';
 
 // The database going away under a running service, and coming back: requests answer 503
 // `unavailable` with Retry-After meanwhile (never 500, never a hang), /readyz says so, and the
@@ -27,6 +28,7 @@ async function serviceOn(databaseUrl: string): Promise<{ base: string; service: 
   const config: Config = {
     ...loadConfig({}),
     databaseUrl,
+    secretsKey: TEST_SECRETS_KEY,
     port,
     host: '127.0.0.1',
     adminToken: ADMIN,

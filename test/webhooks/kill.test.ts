@@ -6,6 +6,7 @@ import { newAccount } from '../helpers.js';
 import { startHttpsServer } from '../https-server.js';
 import { createContact, expectStatus } from '../inbox-helpers.js';
 import { startWebhookTestApp, type WebhookTestApp } from './webhook-helpers.js';
+import { TEST_SECRETS_ENV } from '../secrets-key.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const LEASE_MS = 1_000;
@@ -27,6 +28,7 @@ it(
       env: {
         ...process.env,
         DATABASE_URL: t.databaseUrl,
+        ...TEST_SECRETS_ENV,
         LEASE_MS: String(LEASE_MS),
         NODE_EXTRA_CA_CERTS: process.env.NODE_EXTRA_CA_CERTS ?? 'test/fixtures/tls/ca.pem',
       },

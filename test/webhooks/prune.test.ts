@@ -3,6 +3,7 @@ import { pruneEvents } from '../../src/events/retention.js';
 import { newId } from '../../src/ids.js';
 import { WebhookDispatcher } from '../../src/webhooks/webhook-dispatcher.js';
 import { createPrivateDatabase, newAccount, startTestApp, type TestApp } from '../helpers.js';
+import { testWebhookSecrets } from '../secrets-key.js';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -53,6 +54,7 @@ it('prunes finished deliveries and attempt logs past the retention period, never
   // A dispatcher prunes when it starts, then every 10 minutes.
   const dispatcher = new WebhookDispatcher({
     db: t.db,
+    secrets: testWebhookSecrets(),
     clock: t.clock,
     log: t.app.log,
     allowPrivate: true,
@@ -145,6 +147,7 @@ describe('events', () => {
 
     const dispatcher = new WebhookDispatcher({
       db: priv.db,
+      secrets: testWebhookSecrets(),
       clock: priv.clock,
       log: priv.app.log,
       allowPrivate: true,

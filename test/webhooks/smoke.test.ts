@@ -4,6 +4,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { WebhookDispatcher } from '../../src/webhooks/webhook-dispatcher.js';
 import { newAccount, randomPhone, startTestApp, type TestApp } from '../helpers.js';
 import { startHttpsServer } from '../https-server.js';
+import { testWebhookSecrets } from '../secrets-key.js';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -29,6 +30,7 @@ it('delivers a signed contact.created', async () => {
     });
     const dispatcher = new WebhookDispatcher({
       db: t.db,
+      secrets: testWebhookSecrets(),
       clock: t.clock,
       log: t.app.log,
       allowPrivate: true,

@@ -5,6 +5,7 @@ import {
 } from '../../src/webhooks/webhook-dispatcher.js';
 import { createPrivateDatabase, startTestApp, type TestApp } from '../helpers.js';
 import { freezeClock } from '../inbox-helpers.js';
+import { testWebhookSecrets } from '../secrets-key.js';
 
 export interface WebhookTestApp extends TestApp {
   /** The URL of this file's own database. */
@@ -32,6 +33,7 @@ export async function startWebhookTestApp(
     dispatcher: (o = {}) =>
       new WebhookDispatcher({
         db: t.db,
+        secrets: testWebhookSecrets(opts.config?.secretsKey ?? undefined),
         clock: t.clock,
         log: t.app.log,
         allowPrivate: true,
