@@ -62,7 +62,8 @@ export function contactOf(account: number, count: number, i: number, now: number
   const createdAt = now - 2 * 365 * DAY + Math.floor(((i + r(6)) / count) * 2 * 365 * DAY);
   return {
     id: ulidId('con', createdAt, account * 2_000_000 + i, 9),
-    phone: `+1${AREAS[i % AREAS.length]}${String(2_000_000 + Math.floor(i / AREAS.length)).padStart(7, '0')}`,
+    // Seven digits spread over the whole range (a permutation, so none repeats in an area).
+    phone: `+1${AREAS[i % AREAS.length]}${String((Math.floor(i / AREAS.length) * 7_919_837 + 1_234_567) % 10_000_000).padStart(7, '0')}`,
     name: `${first} ${last}`,
     email: r(7) < 0.7 ? `${first.toLowerCase()}.${last.toLowerCase()}${i}@example.com` : null,
     tags: [...tags],

@@ -108,11 +108,17 @@ export interface DroppedKey {
   kind: 'primary' | 'index' | 'foreign';
 }
 
-/** Drops these tables' keys and indexes (CHECK constraints stay), keeping their definitions. */
+/**
+ * Drops these tables' keys and indexes (CHECK constraints stay), and the foreign keys that
+ * reference them, keeping their definitions.
+ */
 export async function dropKeys(pool: pg.Pool, tables: readonly string[]): Promise<DroppedKey[]> {
   const constraints = await pool.query<{ table: string; name: string; def: string; type: string }>(
     `SELECT conrelid::regclass::text AS table, conname AS name, pg_get_constraintdef(oid) AS def, contype AS type
-     FROM pg_constraint WHERE conrelid = ANY($1::regclass[]) AND contype IN ('p', 'u', 'f', 'x')`,
+     FROM pg_constraint
+     WHERE (conrelid = ANY($1::regclass[]) AND contype IN ('p', 'u', 'f', 'x'))
+        -- Other tables' foreign keys on these, which hold their keys in place.
+        OR (confrelid = ANY($1::regclass[]) AND contype = 'f')`,
     [tables],
   );
   const indexes = await pool.query<{ table: string; name: string; def: string }>(

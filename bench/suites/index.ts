@@ -2,6 +2,7 @@ import type { Suite } from '../lib/suite.js';
 import { broadcastsSuite } from './broadcasts.js';
 import { contactsSuite } from './contacts.js';
 import { contactsImportSuite } from './contacts-import.js';
+import { contactsMillionSuite } from './contacts-million.js';
 import { contactsTableSuite } from './contacts-table.js';
 import { inboxLiveSuite } from './inbox-live.js';
 import { inboxSuite } from './inbox.js';
@@ -28,4 +29,5 @@ export const suites: readonly Suite[] = [
   inboxLiveSuite,
   contactsTableSuite,
   contactsImportSuite,
+  contactsMillionSuite,
 ];
