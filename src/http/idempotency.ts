@@ -92,6 +92,19 @@ export function installIdempotency(
     if (!request.routeOptions.config.holdsSecret) return body;
     return sealer ? SEALED + sealer.seal(body) : null;
   };
+  /** A record sealed under another key (or before SECRETS_KEY was unset) cannot be replayed. */
+  const openSealed = (sealed: string): string => {
+    try {
+      if (sealer) return sealer.open(sealed);
+    } catch {
+      // fall through to the refusal: the key that sealed it is not this one
+    }
+    throw new AppError(
+      'idempotency_error',
+      'this Idempotency-Key was used already, and its answer was sealed under a SECRETS_KEY this service does not hold',
+      409,
+    );
+  };
   app.decorateRequest('idempotency', null);
 
   async function claim(
@@ -146,7 +159,7 @@ export function installIdempotency(
           409,
         );
       const body = row.response_body.startsWith(SEALED)
-        ? sealer!.open(row.response_body.slice(SEALED.length))
+        ? openSealed(row.response_body.slice(SEALED.length))
         : row.response_body;
       r.replayed = true;
       await reply

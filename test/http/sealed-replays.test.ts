@@ -88,4 +88,29 @@ describe('replay records of answers that hold a secret', () => {
     const keys = await acc.call({ method: 'GET', url: '/v1/api-keys' });
     expect(keys.json().data).toHaveLength(2);
   });
+
+  it('sealed under another SECRETS_KEY answer a 409, not a 500, and nothing happens twice', async () => {
+    const acc = await newAccount(sealed);
+    const request = {
+      method: 'POST' as const,
+      url: '/v1/api-keys',
+      payload: { name: 'rotated' },
+      headers: { 'idempotency-key': 'rotated' },
+    };
+    expectStatus(await acc.call(request), 201);
+    // The same database, opened by a service holding another key.
+    const other = await startTestApp({ config: { secretsKey: randomBytes(32) } });
+    try {
+      const replay = await other.app.inject({
+        ...request,
+        headers: { ...request.headers, authorization: `Bearer ${acc.apiKey}` },
+      });
+      expectStatus(replay, 409);
+      expect(replay.json().error.code).toBe('idempotency_error');
+    } finally {
+      await other.close();
+    }
+    const keys = await acc.call({ method: 'GET', url: '/v1/api-keys' });
+    expect(keys.json().data).toHaveLength(2);
+  });
 });
