@@ -80,5 +80,7 @@ describe('/docs, the API reference', () => {
         await browser?.close();
       }
     },
+    // Swagger UI renders the whole document, and axe then walks all of it: slow on a busy machine.
+    90_000,
   );
 });
