@@ -32,6 +32,8 @@ export function lastNameOf(k: number): string {
 }
 /** 50 tags; a contact has 1 to 5, the first ones more often (tag-01 on about a fifth). */
 export const TAGS = Array.from({ length: 50 }, (_, k) => `tag-${String(k + 1).padStart(2, '0')}`);
+/** Held by every contact of the big account: the audience of the million-recipient broadcast. */
+export const AUDIENCE_TAG = 'subscribers';
 const AREAS = [212, 213, 305, 312, 404, 415, 469, 512, 617, 646, 702, 713, 718, 773, 818, 917];
 const PLANS = ['free', 'starter', 'pro', 'enterprise'];
 const CITIES = (
@@ -58,6 +60,7 @@ export function contactOf(account: number, count: number, i: number, now: number
   const tags = new Set<string>();
   const howMany = 1 + Math.floor(r(4) * 5);
   for (let k = 0; k < howMany; k++) tags.add(TAGS[Math.floor(r(10 + k) ** 2 * TAGS.length)]!);
+  if (account === 0) tags.add(AUDIENCE_TAG);
   const stage = r(5);
   const createdAt = now - 2 * 365 * DAY + Math.floor(((i + r(6)) / count) * 2 * 365 * DAY);
   return {

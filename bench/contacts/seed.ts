@@ -1,7 +1,7 @@
 /**
  * Seeds the contacts benchmark's database (`npx tsx bench/contacts/seed.ts --help`): one account
- * of 1,000,000 contacts (names, phones, emails, 1 to 5 tags of 50, custom fields, lifecycle
- * stages), beside one of 10,000 and 98 of 1,000, written with COPY into a database migrated by
+ * of 1,000,000 contacts (names, phones, emails, 1 to 5 tags of 50 and one all of them hold, custom
+ * fields, lifecycle stages), beside one of 10,000 and 98 of 1,000, written with COPY into a database migrated by
  * the built service (`node dist/cli.js migrate`). The rows are those the API writes
  * (bench/contacts/data.ts); the contact counters of migration 034 are kept by their triggers as
  * the rows arrive, the indexes built after.
@@ -22,6 +22,7 @@ import {
   row,
 } from '../lib/copy-seed.js';
 import {
+  AUDIENCE_TAG,
   BIG_COUNT,
   BIG_NAME,
   MEDIUM_COUNT,
@@ -98,7 +99,7 @@ async function run(args: string[]): Promise<number> {
       );
       await pool.query(
         `INSERT INTO tags (account_id, name, created_at) SELECT $1, unnest($2::text[]), $3`,
-        [a.id, TAGS, created],
+        [a.id, a.index === 0 ? [...TAGS, AUDIENCE_TAG] : TAGS, created],
       );
     }
     // A key as the service issues one: only its SHA-256 is kept.

@@ -1,4 +1,5 @@
 import type { Suite } from '../lib/suite.js';
+import { broadcastMillionSuite } from './broadcast-million.js';
 import { broadcastsSuite } from './broadcasts.js';
 import { contactsSuite } from './contacts.js';
 import { contactsImportSuite } from './contacts-import.js';
@@ -30,4 +31,5 @@ export const suites: readonly Suite[] = [
   contactsTableSuite,
   contactsImportSuite,
   contactsMillionSuite,
+  broadcastMillionSuite,
 ];
