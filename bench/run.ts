@@ -118,9 +118,11 @@ async function main(args: string[]): Promise<number> {
     } | null;
     for (const suite of selected) {
       const suiteEnv = suite.serviceEnv ?? {};
+      const apiOnly = suite.apiOnly?.(settings) === true;
       const key = JSON.stringify([
         Object.entries(suiteEnv).sort(([a], [b]) => a.localeCompare(b)),
         suite.fakeGraph === true,
+        apiOnly,
       ]);
       if (current?.key !== key) {
         if (current) {
@@ -145,6 +147,7 @@ async function main(args: string[]): Promise<number> {
           databaseUrl: settings.databaseUrl,
           log,
           extraEnv,
+          apiOnly,
         });
         // Registered before the start completes, so that a signal during startup still stops it.
         cleanups.push(async () => (await starting.catch(() => null))?.stop());
@@ -154,7 +157,8 @@ async function main(args: string[]): Promise<number> {
         );
         log(`database: ${service.database}`);
         log(
-          `service: node ${settings.serviceRoot === null ? '' : `${settings.serviceRoot}/`}dist/main.js ` +
+          `service: node ${settings.serviceRoot === null ? '' : `${settings.serviceRoot}/`}` +
+            `${apiOnly ? 'dist/cli.js serve --no-workers' : 'dist/main.js'} ` +
             `on ${service.url} (LOG_LEVEL=warn, in-memory rate limiter` +
             `${extra.length > 0 ? `; ${extra.join(' ')}` : ''})`,
         );

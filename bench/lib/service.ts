@@ -35,6 +35,11 @@ export interface ServiceHandle {
   databaseUrl(): Promise<string>;
   /** A fresh Enterprise account (rate limit 1,000,000/min) with one API key, via the admin API. */
   createAccount(name: string): Promise<BenchAccount>;
+  /**
+   * Starts a `switchboard worker` process on the service's database with its settings (for a
+   * service started API-only); stopped with the service, or earlier by its `stop`.
+   */
+  startWorker(): Promise<{ pid: number; stop(): Promise<void> }>;
   /** SIGTERM (SIGKILL after a grace period), then removes the temp DATA_DIR. Idempotent. */
   stop(): Promise<void>;
 }
@@ -79,12 +84,19 @@ export async function startService(opts: {
   log: (line: string) => void;
   /** Extra service settings (SANDBOX_AUTO_ADVANCE, ALLOW_PRIVATE_TARGETS, NODE_EXTRA_CA_CERTS…). */
   extraEnv?: Readonly<Record<string, string>>;
+  /** `dist/cli.js serve --no-workers` rather than `dist/main.js` (needs a database URL). */
+  apiOnly?: boolean;
 }): Promise<ServiceHandle> {
   const extraEnv = { ...opts.extraEnv };
   const owned = Object.keys(extraEnv).filter((name) => OWNED_ENV.includes(name));
   if (owned.length > 0) throw new Error(`the harness sets ${owned.join(', ')} itself`);
   const mainJs = path.join(opts.projectRoot, 'dist', 'main.js');
   if (!existsSync(mainJs)) throw new Error(`${mainJs} not found: run "npm run build" first`);
+  const cliJs = path.join(opts.projectRoot, 'dist', 'cli.js');
+  if (opts.apiOnly === true && opts.databaseUrl === null) {
+    throw new Error('an API-only service needs BENCH_DATABASE_URL, for its workers to share');
+  }
+  const serviceArgs = opts.apiOnly === true ? [cliJs, 'serve', '--no-workers'] : [mainJs];
 
   let dataDir: string | null = null;
   if (opts.databaseUrl === null) {
@@ -104,7 +116,9 @@ export async function startService(opts: {
   Object.assign(env, extraEnv);
 
   let child: ChildProcess | undefined;
+  const workers: ChildProcess[] = [];
   const cleanup = async () => {
+    await Promise.all(workers.map((w) => stopChild(w, STOP_GRACE_MS)));
     if (child) await stopChild(child, STOP_GRACE_MS);
     if (dataDir !== null) {
       await stopLeftoverPostgres(dataDir, opts.log);
@@ -127,7 +141,7 @@ export async function startService(opts: {
         else if (echoed === ECHO_MAX_LINES) opts.log('[service] (further log lines not shown)');
         echoed++;
       };
-      child = spawn(process.execPath, [...serviceNodeArgs(), mainJs], {
+      child = spawn(process.execPath, [...serviceNodeArgs(), ...serviceArgs], {
         cwd: opts.projectRoot,
         env: { ...env, PORT: String(port) },
         stdio: ['ignore', 'pipe', 'pipe'],
@@ -179,6 +193,25 @@ export async function startService(opts: {
           body: {},
         });
         return { accountId, apiKey: stringField(key, 'api_key') };
+      },
+      startWorker: async () => {
+        const worker = spawn(process.execPath, [...serviceNodeArgs(), cliJs, 'worker'], {
+          cwd: opts.projectRoot,
+          env,
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
+        const tail = new OutputTail();
+        tail.follow(worker.stdout, (line) => {
+          if (line.startsWith('{')) opts.log(`[worker] ${line}`);
+        });
+        tail.follow(worker.stderr, (line) => opts.log(`[worker] ${line}`));
+        workers.push(worker);
+        const workerPid = worker.pid;
+        if (workerPid === undefined) throw new Error('the worker has no pid');
+        return {
+          pid: workerPid,
+          stop: async () => void (await stopChild(worker, STOP_GRACE_MS)),
+        };
       },
       stop: () => (stopping ??= cleanup()),
     };

@@ -61,6 +61,11 @@ export interface Settings {
   liveRate: number;
   /** inbox-live suite: seconds each round of inbound messages lasts (BENCH_LIVE_SECONDS, 20). */
   liveSeconds: number;
+  /**
+   * broadcast-million suite: worker processes (`switchboard worker`) beside an API-only service
+   * (`serve --no-workers`); 0 runs the workers inside the service (BENCH_BROADCAST_WORKERS, 0).
+   */
+  broadcastWorkers: number;
   /** Another checkout whose built service runs instead of this one's (BENCH_SERVICE_ROOT). */
   serviceRoot: string | null;
   /** webhooks and broadcasts suites: bound on waiting for deliveries / the fan-out (BENCH_WAIT_TIMEOUT, s, 900). */
@@ -116,6 +121,7 @@ export function loadSettings(env: Env = process.env): Settings {
     broadcastContacts: readInt(env, 'BENCH_BROADCAST_CONTACTS', 100_000, 1, 5_000_000),
     broadcastReadConnections: readInt(env, 'BENCH_BROADCAST_READ_CONNECTIONS', 10, 1, 1000),
     broadcastReadRate: readInt(env, 'BENCH_BROADCAST_READ_RATE', 0, 0, 1_000_000),
+    broadcastWorkers: readInt(env, 'BENCH_BROADCAST_WORKERS', 0, 0, 8),
     searchContacts: readInt(env, 'BENCH_SEARCH_CONTACTS', 1_000_000, 1, 10_000_000),
     waitTimeoutS: readInt(env, 'BENCH_WAIT_TIMEOUT', 900, 10, 7200),
     whatsappContacts: readInt(env, 'BENCH_WHATSAPP_CONTACTS', 100_000, 1, 5_000_000),

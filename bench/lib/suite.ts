@@ -35,5 +35,10 @@ export interface Suite {
    * process, with META_GRAPH_URL and a random SECRETS_KEY; consecutive such suites share both.
    */
   fakeGraph?: boolean;
+  /**
+   * True when the service should run its API only (`serve --no-workers`, with DATABASE_URL):
+   * the suite then starts the workers it wants with `ServiceHandle.startWorker`.
+   */
+  apiOnly?: (settings: Settings) => boolean;
   run(ctx: BenchContext): Promise<void>;
 }
