@@ -241,7 +241,8 @@ export async function checkAndReport(s: Soak): Promise<number> {
   );
   const byBucket = new Map<string, number>();
   for (const f of failures) {
-    const key = `${Math.floor(f.atS / 10) * 10} s: ${f.what}`;
+    const fault = s.faults.find((x) => f.atS >= x.fromS - 1 && f.atS <= x.toS + FAULT_GRACE_S);
+    const key = `${Math.floor(f.atS / 10) * 10} s: ${f.what} (${fault?.what ?? 'no fault'})`;
     byBucket.set(key, (byBucket.get(key) ?? 0) + 1);
   }
 

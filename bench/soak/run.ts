@@ -231,6 +231,7 @@ async function main(): Promise<number> {
     if (wait > 0) await delay(wait);
   };
   const faults: Soak['faults'] = [];
+  const restarts: Promise<void>[] = [];
 
   await at(60);
   const broadcast = await expectJson(201, `${base}/v1/broadcasts`, {
@@ -263,10 +264,10 @@ async function main(): Promise<number> {
     }
     await delay(500);
   }
-  await kill(workers[0]!, log, faults, origin);
+  await kill(workers[0]!, log, faults, origin, restarts);
 
   await at(240);
-  await kill(apis[0]!, log, faults, origin);
+  await kill(apis[0]!, log, faults, origin, restarts);
 
   await at(300);
   let start = Date.now();
@@ -293,6 +294,7 @@ async function main(): Promise<number> {
   });
 
   await at(600);
+  await Promise.all(restarts);
   await load.stop();
   log('load stopped; waiting for the broadcast, the jobs and the deliveries to finish');
   clearInterval(sampler);
@@ -318,24 +320,33 @@ async function main(): Promise<number> {
   });
 }
 
-async function kill(
+/**
+ * kill -9, then the same process started again in the background (the timeline goes on while
+ * it starts); the fault lasts until it is ready. Resolves at once; `restarted` when it is back.
+ */
+function kill(
   s: ServiceProcess,
   log: (what: string) => void,
   faults: Soak['faults'],
   origin: number,
+  restarts: Promise<void>[],
 ): Promise<void> {
   const start = Date.now();
   const pid = s.pid;
-  await s.kill();
-  log(`${s.name} killed (kill -9, pid ${pid ?? '?'})`);
-  await delay(2_000);
-  await s.start();
-  log(`${s.name} started again`);
-  faults.push({
-    what: `${s.name} kill -9`,
-    fromS: (start - origin) / 1000,
-    toS: (Date.now() - origin) / 1000,
-  });
+  const restarted = (async () => {
+    await s.kill();
+    log(`${s.name} killed (kill -9, pid ${pid ?? '?'})`);
+    await delay(2_000);
+    await s.start();
+    log(`${s.name} started again`);
+    faults.push({
+      what: `${s.name} kill -9`,
+      fromS: (start - origin) / 1000,
+      toS: (Date.now() - origin) / 1000,
+    });
+  })();
+  restarts.push(restarted);
+  return delay(100);
 }
 
 process.on('SIGINT', () => void cleanUp().then(() => process.exit(130)));
