@@ -18,7 +18,7 @@ import type { EventStreamClient } from './streams.js';
 const DRAIN_TIMEOUT_MS = 15 * 60_000;
 /** A 5xx or a cut connection is one of the faults' if it came this soon after one ended. */
 const FAULT_GRACE_S = 30;
-/** A process's memory is flat if its last samples are within this of its early ones. */
+/** A process's memory is flat if its last samples are within this of those at its middle. */
 const FLAT_MIB = 64;
 
 export interface Soak {
@@ -241,26 +241,28 @@ export async function checkAndReport(s: Soak): Promise<number> {
   );
   const byBucket = new Map<string, number>();
   for (const f of failures) {
-    const fault = s.faults.find((x) => f.atS >= x.fromS - 1 && f.atS <= x.toS + FAULT_GRACE_S);
+    // The latest fault begun by then whose window holds it.
+    const fault = s.faults
+      .filter((x) => f.atS >= x.fromS - 1 && f.atS <= x.toS + FAULT_GRACE_S)
+      .sort((a, b) => b.fromS - a.fromS)[0];
     const key = `${Math.floor(f.atS / 10) * 10} s: ${f.what} (${fault?.what ?? 'no fault'})`;
     byBucket.set(key, (byBucket.get(key) ?? 0) + 1);
   }
 
-  // Memory: each process's last samples against its early ones.
+  // Memory: each process's last samples against those at the middle of its life (the first
+  // half is its warm-up: caches, pools, the broadcast's batches).
   const memory = Object.entries(s.rss).map(([name, samples]) => {
     const mib = samples.map((x) => x.mib);
-    const span = samples.length;
-    const early = median(
-      mib.slice(Math.floor(span / 4), Math.max(Math.floor(span / 2), Math.floor(span / 4) + 1)),
-    );
+    const n = mib.length;
+    const middle = median(mib.slice(Math.floor(n * 0.4), Math.max(Math.ceil(n * 0.6), 1)));
     const late = median(mib.slice(-5));
     return {
       name,
-      samples: span,
+      samples: n,
       startMiB: mib[0]!,
       maxMiB: Math.max(...mib),
       endMiB: mib.at(-1)!,
-      growthMiB: late - early,
+      growthMiB: late - middle,
     };
   });
   const growing = memory.filter((m) => m.samples >= 12 && m.growthMiB > FLAT_MIB);
@@ -268,7 +270,7 @@ export async function checkAndReport(s: Soak): Promise<number> {
     'memory flat',
     growing.length === 0,
     growing.length === 0
-      ? `no process grew more than ${FLAT_MIB} MiB from its second quarter to its end`
+      ? `no process grew more than ${FLAT_MIB} MiB over the second half of its life`
       : growing.map((m) => `${m.name} +${m.growthMiB.toFixed(0)} MiB`).join(', '),
   );
 
@@ -333,7 +335,7 @@ export async function checkAndReport(s: Soak): Promise<number> {
   out();
   out(
     formatTable(
-      ['process', 'RSS start MiB', 'max', 'end', 'growth (2nd quarter → end)'],
+      ['process', 'RSS start MiB', 'max', 'end', 'growth, 2nd half'],
       memory.map((m) => [
         m.name,
         m.startMiB.toFixed(0),
