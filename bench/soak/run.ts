@@ -349,8 +349,16 @@ function kill(
   return delay(100);
 }
 
-process.on('SIGINT', () => void cleanUp().then(() => process.exit(130)));
-process.on('SIGTERM', () => void cleanUp().then(() => process.exit(143)));
+// Stopped from outside (Ctrl-C, `timeout`, a closed terminal): everything it started is stopped
+// first, PostgreSQL above all, which pg_ctl runs apart from this process. The output may be
+// gone by then (npm's pipe closed with npm): writing to it must not end the cleanup.
+for (const stream of [process.stdout, process.stderr]) stream.on('error', () => undefined);
+for (const [signal, code] of [
+  ['SIGINT', 130],
+  ['SIGTERM', 143],
+  ['SIGHUP', 129],
+] as const)
+  process.on(signal, () => void cleanUp().finally(() => process.exit(code)));
 
 main()
   .then(async (code) => {
