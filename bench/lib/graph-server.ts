@@ -8,7 +8,9 @@
  * - Graph's error envelope for a missing or unknown token (190) and an unknown object (100/33).
  * It counts what it answered instead of recording it. Harness controls, outside Graph's paths:
  * `PUT /_bench/phone-numbers/{id}` registers a phone number and its token, `GET /_bench/stats`,
- * `POST /_bench/reset` (the counts).
+ * `POST /_bench/reset` (the counts). With BENCH_GRAPH_KEYED=1 it also keeps, per recipient and
+ * content (`to`, type and payload), the times it answered a send of it, which
+ * `GET /_bench/sends` returns: a message Graph took twice shows as two times under one key.
  *
  * Run as a child of the harness (`node --import tsx bench/lib/graph-server.ts`): it prints
  * `{"port":N}` once listening on 127.0.0.1 and exits on SIGTERM/SIGINT or when its stdin
@@ -38,6 +40,9 @@ export interface GraphStats {
   other: number;
 }
 
+/** Per `${to} ${type} ${payload JSON}`, the epoch ms of every send answered (BENCH_GRAPH_KEYED=1). */
+export type GraphSends = Record<string, number[]>;
+
 const VERSION = /^v\d+\.\d+$/;
 const SEND_TYPES = new Set(['text', 'template', 'image', 'document']);
 const MAX_BODY_BYTES = 1024 * 1024;
@@ -46,6 +51,8 @@ function main(): void {
   const phones = new Map<string, GraphPhoneNumber>();
   const fresh = (): GraphStats => ({ sent: 0, checks: 0, refused: 0, invalid: 0, other: 0 });
   let stats = fresh();
+  const keyed = process.env.BENCH_GRAPH_KEYED === '1';
+  let sends = new Map<string, number[]>();
   // Unique per process and send: a prefix of random bytes, then a counter.
   const wamidPrefix = randomBytes(9).toString('hex');
   let seq = 0;
@@ -82,8 +89,11 @@ function main(): void {
     raw: string,
   ) => {
     if (req.method === 'GET' && path === '/_bench/stats') return reply(res, 200, stats);
+    if (req.method === 'GET' && path === '/_bench/sends')
+      return reply(res, 200, Object.fromEntries(sends));
     if (req.method === 'POST' && path === '/_bench/reset') {
       stats = fresh();
+      sends = new Map();
       return reply(res, 200, stats);
     }
     const phone = /^\/_bench\/phone-numbers\/(\d+)$/.exec(path);
@@ -125,6 +135,12 @@ function main(): void {
     }
     stats.sent++;
     seq++;
+    if (keyed) {
+      const key = `${to} ${type} ${JSON.stringify(payload)}`;
+      const times = sends.get(key);
+      if (times) times.push(Date.now());
+      else sends.set(key, [Date.now()]);
+    }
     reply(res, 200, {
       messaging_product: 'whatsapp',
       contacts: [{ input: to, wa_id: to.replace(/^\+/, '') }],

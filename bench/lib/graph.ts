@@ -3,9 +3,9 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { OutputTail, awaitChildPort, stopChild } from './child.js';
 import { expectJson } from './http.js';
-import type { GraphPhoneNumber, GraphStats } from './graph-server.js';
+import type { GraphPhoneNumber, GraphSends, GraphStats } from './graph-server.js';
 
-export type { GraphPhoneNumber, GraphStats };
+export type { GraphPhoneNumber, GraphSends, GraphStats };
 
 /** The benchmarks' fake Graph API (bench/lib/graph-server.ts), in a process of its own. */
 export interface FakeGraph {
@@ -15,6 +15,8 @@ export interface FakeGraph {
   /** Registers a phone number id that the token may send from and read. */
   addPhoneNumber(id: string, phone: GraphPhoneNumber): Promise<void>;
   stats(): Promise<GraphStats>;
+  /** Every send answered, by recipient and content (only when started `keyed`). */
+  sends(): Promise<GraphSends>;
   /** Zeroes the counts (phone numbers stay). */
   reset(): Promise<void>;
   stop(): Promise<void>;
@@ -28,9 +30,13 @@ const START_TIMEOUT_MS = 30_000;
  * send, and answering inside the harness would take the event loop from autocannon, which
  * times the service.
  */
-export async function startFakeGraph(projectRoot: string): Promise<FakeGraph> {
+export async function startFakeGraph(
+  projectRoot: string,
+  opts: { keyed?: boolean } = {},
+): Promise<FakeGraph> {
   const child = spawn(process.execPath, ['--import', 'tsx', SCRIPT], {
     cwd: projectRoot,
+    env: { ...process.env, BENCH_GRAPH_KEYED: opts.keyed ? '1' : '0' },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   const tail = new OutputTail();
@@ -59,6 +65,8 @@ export async function startFakeGraph(projectRoot: string): Promise<FakeGraph> {
         body: phone,
       })),
     stats: async () => (await expectJson(200, `${url}/_bench/stats`)) as unknown as GraphStats,
+    sends: async () =>
+      (await expectJson(200, `${url}/_bench/sends`, { timeoutMs: 60_000 })) as GraphSends,
     reset: async () => void (await expectJson(200, `${url}/_bench/reset`, { method: 'POST' })),
     stop: () =>
       (stopping ??= (async () => {

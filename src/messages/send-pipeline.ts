@@ -8,6 +8,7 @@ import { AppError } from '../errors.js';
 import type { Clock } from '../clock.js';
 import { Batcher, groupBy } from '../db/batcher.js';
 import type { Db, Tx } from '../db/database.js';
+import { isDatabaseUnavailable } from '../db/errors.js';
 import type { Channel } from '../db/schema.js';
 import type { Outbox } from '../events/outbox.js';
 import type { HeldJob, JobQueue, NewJob } from '../jobs/job-queue.js';
@@ -40,6 +41,9 @@ const CONCURRENCY = 64;
  * calls take longer in all renews its claim as it goes (see `SendPipeline.holdLease`).
  */
 export const SEND_LEASE_MS = 60_000;
+/** The first and the longest wait between tries at recording answers while the database is away. */
+const RECORD_RETRY_FIRST_MS = 100;
+const RECORD_RETRY_MAX_MS = 2_000;
 
 /** A queued message, with what its provider needs, and the send job that carries it. */
 export interface QueuedSend {
@@ -113,7 +117,25 @@ export class SendPipeline {
   async attempt(send: QueuedSend, provider?: ChannelProvider): Promise<Map<string, SendResult>> {
     const outcomes = await this.callProvider(send, provider);
     const plan = this.plan(send, outcomes);
-    return this.results(plan, await this.record(plan));
+    return this.results(plan, await this.recordWhileHeld(plan));
+  }
+
+  /**
+   * `record`, tried again while the database is unreachable (restarting, failing over) and the
+   * send's claim still holds: the provider has these messages now, and answers given up would
+   * have the job's next runner send them all a second time once the claim ends. Any other
+   * failure, or the claim running out, is thrown as before.
+   */
+  private async recordWhileHeld(plan: RecordPlan): Promise<MessageRow[]> {
+    for (let wait = RECORD_RETRY_FIRST_MS; ; wait = Math.min(wait * 2, RECORD_RETRY_MAX_MS)) {
+      try {
+        return await this.record(plan);
+      } catch (err) {
+        const holdsAfterWait = plan.send.lease.getTime() - this.deps.clock.now().getTime() > wait;
+        if (!isDatabaseUnavailable(err) || !holdsAfterWait) throw err;
+        await new Promise((resolve) => setTimeout(resolve, wait));
+      }
+    }
   }
 
   /**

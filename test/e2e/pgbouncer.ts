@@ -23,11 +23,13 @@ export interface Bouncer {
  * A PgBouncer in transaction pooling mode on a spare port, in front of the database at
  * `backendUrl`, with `poolSize` server connections at most: every transaction of every client
  * may run on another one. Run as `nobody` when started as root (PgBouncer refuses root).
+ * `settings` adds to (or overrides) the `[pgbouncer]` section, e.g. `server_login_retry`.
  */
 export async function startBouncer(
   binary: string,
   backendUrl: string,
   poolSize = 4,
+  settings: Record<string, string | number> = {},
 ): Promise<Bouncer> {
   const backend = new URL(backendUrl);
   const dir = await mkdtemp(path.join(os.tmpdir(), 'sb-pgbouncer-'));
@@ -57,6 +59,7 @@ export async function startBouncer(
       'logfile =',
       'pidfile =',
       'ignore_startup_parameters = extra_float_digits',
+      ...Object.entries(settings).map(([name, value]) => `${name} = ${value}`),
       '',
     ].join('\n'),
   );
