@@ -2,7 +2,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { ChannelProvider, OutboundMessage } from '../../src/channels/channel.js';
 import { newAccount, startTestApp, type TestApp } from '../helpers.js';
 import { createContact, sendJobsOf } from '../inbox-helpers.js';
-import { runnerOf } from './send-test-app.js';
+import { queueWebchatBatch, runnerOf } from './send-test-app.js';
 
 // A batch of 300 messages goes 64 calls at a time: 5 rounds of 1 s calls, about 5 s in all,
 // longer than its job's claim (3 s here, 60 s in the service, where calls may take 20 s each).
@@ -42,26 +42,12 @@ it('a batch slower than its claim renews it: no second runner picks the job up m
   const contacts: { id: string }[] = [];
   while (contacts.length < COUNT)
     contacts.push(...(await Promise.all(Array.from({ length: 10 }, () => createContact(acc)))));
-  const queued = await t.db.transaction().execute((trx) =>
-    t.services.messages.queue(trx, acc.accountId, {
-      channel: 'webchat',
-      message: { type: 'text', content: 'hello', template: null, mediaUrl: null },
-      broadcastId: null,
-      recipients: contacts.map((c) => ({ contactId: c.id })),
-      provider: slow,
-    }),
-  );
-  expect(queued.job).not.toBeNull();
-  const messages = queued.results.map((r) => ({
-    row: r.row!,
-    channel: 'webchat' as const,
-    contactId: r.contactId,
-    ...r.to!,
-  }));
+  const { job, messages } = await queueWebchatBatch(t, acc.accountId, contacts, slow);
+  expect(job).not.toBeNull();
   let done = false;
   const started = Date.now();
   const dispatch = t.services.messages
-    .dispatch(acc.accountId, 'webchat', queued.job!, messages, slow)
+    .dispatch(acc.accountId, 'webchat', job!, messages, slow)
     .finally(() => (done = true));
   // Another runner, with the service's claim length, looks for due jobs all along.
   const other = runnerOf(t, acc.accountId, LEASE_MS);

@@ -4,7 +4,7 @@ import { testDatabaseUrl } from '../database.js';
 import { newAccount, startTestApp, type TestApp } from '../helpers.js';
 import { createContact, sendJobsOf } from '../inbox-helpers.js';
 import { TcpProxy } from '../tcp-proxy.js';
-import { runnerOf } from './send-test-app.js';
+import { queueWebchatBatch, runnerOf } from './send-test-app.js';
 
 // The database goes away (a restart, a failover) after the provider took a batch and before its
 // answers are recorded. Given up, the answers are lost, and once the job's claim ends its next
@@ -56,25 +56,11 @@ afterAll(async () => {
 it('answers the provider gave are recorded once the database is back, and the batch is never sent again', async () => {
   const acc = await newAccount(t);
   const contacts = await Promise.all(Array.from({ length: COUNT }, () => createContact(acc)));
-  const queued = await t.db.transaction().execute((trx) =>
-    t.services.messages.queue(trx, acc.accountId, {
-      channel: 'webchat',
-      message: { type: 'text', content: 'hello', template: null, mediaUrl: null },
-      broadcastId: null,
-      recipients: contacts.map((c) => ({ contactId: c.id })),
-      provider: cutting,
-    }),
-  );
-  const messages = queued.results.map((r) => ({
-    row: r.row!,
-    channel: 'webchat' as const,
-    contactId: r.contactId,
-    ...r.to!,
-  }));
+  const { job, messages } = await queueWebchatBatch(t, acc.accountId, contacts, cutting);
   const rows = await t.services.messages.dispatch(
     acc.accountId,
     'webchat',
-    queued.job!,
+    job!,
     messages,
     cutting,
   );
