@@ -111,3 +111,39 @@ export async function connectWhatsApp(
     webhookPath: new URL(webhookUrl).pathname,
   };
 }
+
+/** What the suites read of a broadcast. */
+export interface BroadcastBody extends Record<string, unknown> {
+  status?: unknown;
+  stats?: { sent?: unknown; failed?: unknown };
+}
+
+/** A broadcast's sent and failed counts (NaN where the answer has none). */
+export function broadcastStats(b: BroadcastBody): { sent: number; failed: number } {
+  return { sent: Number(b.stats?.sent ?? NaN), failed: Number(b.stats?.failed ?? NaN) };
+}
+
+/**
+ * `POST /v1/broadcasts` of BENCH_TEMPLATE on whatsapp to the contacts holding `tag`, sent now;
+ * the created broadcast as the API answered it (201).
+ */
+export async function createTemplateBroadcast(
+  baseUrl: string,
+  apiKey: string,
+  opts: { name: string; tag: string; code: string },
+): Promise<BroadcastBody> {
+  return expectJson(201, `${baseUrl}/v1/broadcasts`, {
+    method: 'POST',
+    token: apiKey,
+    body: {
+      name: opts.name,
+      channel: 'whatsapp',
+      audience: { tags: [opts.tag] },
+      message: {
+        type: 'template',
+        template_name: BENCH_TEMPLATE.name,
+        template_params: ['there', opts.code],
+      },
+    },
+  });
+}

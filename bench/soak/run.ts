@@ -22,7 +22,12 @@ import { startWebhookReceiver, type WebhookReceiver } from '../lib/receiver.js';
 import { readRssBytes } from '../lib/rss.js';
 import { insertTaggedContacts } from '../lib/seed.js';
 import type { BenchAccount, ServiceHandle } from '../lib/service.js';
-import { BENCH_TEMPLATE, approvedTemplate, connectWhatsApp } from '../lib/whatsapp.js';
+import {
+  BENCH_TEMPLATE,
+  approvedTemplate,
+  connectWhatsApp,
+  createTemplateBroadcast,
+} from '../lib/whatsapp.js';
 import {
   PostgresCluster,
   Redis,
@@ -234,19 +239,10 @@ async function main(): Promise<number> {
   const restarts: Promise<void>[] = [];
 
   await at(60);
-  const broadcast = await expectJson(201, `${base}/v1/broadcasts`, {
-    method: 'POST',
-    token: castAccount.apiKey,
-    body: {
-      name: 'Soak broadcast',
-      channel: 'whatsapp',
-      audience: { tags: ['soak-audience'] },
-      message: {
-        type: 'template',
-        template_name: BENCH_TEMPLATE.name,
-        template_params: ['there', 'soak-broadcast'],
-      },
-    },
+  const broadcast = await createTemplateBroadcast(base, castAccount.apiKey, {
+    name: 'Soak broadcast',
+    tag: 'soak-audience',
+    code: 'soak-broadcast',
   });
   const broadcastId = stringField(broadcast, 'id');
   log(`broadcast ${broadcastId} created (${RECIPIENTS.toLocaleString('en')} recipients)`);

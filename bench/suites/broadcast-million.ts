@@ -5,14 +5,17 @@ import { openPool } from '../lib/db.js';
 import { expectJson, requestJson, stringField } from '../lib/http.js';
 import { fmt, fmtInt, formatTable, percentile } from '../lib/report.js';
 import { RssSampler } from '../lib/rss.js';
-import { seededAccount } from '../lib/seeded-account.js';
+import { hasSeededDatabase, seededAccount } from '../lib/seeded-account.js';
 import type { BenchAccount } from '../lib/service.js';
 import type { BenchContext, Suite } from '../lib/suite.js';
 import {
   BENCH_TEMPLATE,
   approvedTemplate,
+  broadcastStats,
   connectWhatsApp,
+  createTemplateBroadcast,
   requireGraph,
+  type BroadcastBody,
 } from '../lib/whatsapp.js';
 
 const TARGET_PER_S = 10_000;
@@ -146,13 +149,7 @@ export const broadcastMillionSuite: Suite = {
   apiOnly: (settings) => settings.broadcastWorkers > 0 && settings.databaseUrl !== null,
   async run(ctx) {
     const { service, settings } = ctx;
-    if (settings.databaseUrl === null) {
-      ctx.log(
-        'skipped: run "npx tsx bench/contacts/seed.ts" once, then ' +
-          'BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/bench_contacts npx tsx bench/run.ts broadcast-million',
-      );
-      return;
-    }
+    if (!hasSeededDatabase(ctx, 'contacts', 'broadcast-million')) return;
     const graph = requireGraph(ctx);
     const pool = openPool(await service.databaseUrl());
     ctx.defer(() => pool.end());
@@ -214,19 +211,10 @@ export const broadcastMillionSuite: Suite = {
 
     const created = performance.now();
     await cpu.start();
-    const broadcast = await expectJson(201, `${service.url}/v1/broadcasts`, {
-      method: 'POST',
-      token: big.apiKey,
-      body: {
-        name: 'Bench broadcast to a million',
-        channel: 'whatsapp',
-        audience: { tags: [AUDIENCE_TAG] },
-        message: {
-          type: 'template',
-          template_name: BENCH_TEMPLATE.name,
-          template_params: ['there', '#SPRING-SALE'],
-        },
-      },
+    const broadcast = await createTemplateBroadcast(service.url, big.apiKey, {
+      name: 'Bench broadcast to a million',
+      tag: AUDIENCE_TAG,
+      code: '#SPRING-SALE',
     });
     const broadcastId = stringField(broadcast, 'id');
     ctx.log(`broadcast ${broadcastId} created ${JSON.stringify(broadcast.status)}`);
@@ -234,11 +222,7 @@ export const broadcastMillionSuite: Suite = {
     const deadline = Date.now() + Math.max(settings.waitTimeoutS, 1_800) * 1000;
     let lastLogAt = performance.now();
     let lastDone = 0;
-    let state: Record<string, unknown> = broadcast;
-    const statsOf = (b: Record<string, unknown>) => {
-      const s = b.stats as { sent?: number; failed?: number } | undefined;
-      return { sent: Number(s?.sent ?? NaN), failed: Number(s?.failed ?? NaN) };
-    };
+    let state: BroadcastBody = broadcast;
     for (;;) {
       await delay(POLL_MS);
       state = await expectJson(200, `${service.url}/v1/broadcasts/${broadcastId}`, {
@@ -247,7 +231,7 @@ export const broadcastMillionSuite: Suite = {
       if (state.status !== 'sending' && state.status !== 'scheduled') break;
       const now = performance.now();
       if (now - lastLogAt >= PROGRESS_EVERY_MS) {
-        const { sent, failed } = statsOf(state);
+        const { sent, failed } = broadcastStats(state);
         const rate = ((sent + failed - lastDone) * 1000) / (now - lastLogAt);
         ctx.log(
           `  ${fmtInt(sent + failed)}/${fmtInt(n)} after ${fmt((now - created) / 1000, 0)} s: ` +
@@ -272,7 +256,7 @@ export const broadcastMillionSuite: Suite = {
     await sends.stop();
     for (const s of samplers) await s.sampler.stop();
 
-    const { sent, failed } = statsOf(state);
+    const { sent, failed } = broadcastStats(state);
     const stored = await pool.query<{ seconds: number | null; messages: string; with_ids: string }>(
       `SELECT extract(epoch FROM b.completed_at - b.started_at)::float8 AS seconds,
               (SELECT count(*) FROM messages m WHERE m.account_id = b.account_id AND m.broadcast_id = b.id) AS messages,

@@ -15,7 +15,7 @@ import {
 } from '../lib/latency-cases.js';
 import { runLoad, type LoadFigures, type LoadTarget } from '../lib/load.js';
 import { fmt, formatTable, median } from '../lib/report.js';
-import { seededAccount } from '../lib/seeded-account.js';
+import { hasSeededDatabase, seededAccount } from '../lib/seeded-account.js';
 import type { Suite } from '../lib/suite.js';
 
 const PAGE = 50;
@@ -33,13 +33,7 @@ export const contactsMillionSuite: Suite = {
     '(needs BENCH_DATABASE_URL of bench/contacts/seed.ts)',
   async run(ctx) {
     const { service, settings } = ctx;
-    if (settings.databaseUrl === null) {
-      ctx.log(
-        'skipped: run "npx tsx bench/contacts/seed.ts" once, then ' +
-          'BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/bench_contacts npx tsx bench/run.ts contacts-million',
-      );
-      return;
-    }
+    if (!hasSeededDatabase(ctx, 'contacts', 'contacts-million')) return;
     const pool = openPool(await service.databaseUrl());
     ctx.defer(() => pool.end());
     const big = await seededAccount(ctx, pool, BIG_NAME, 'bench contacts-million suite');

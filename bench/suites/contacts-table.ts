@@ -6,7 +6,7 @@ import {
   measureLatencyCases,
   type LatencyCase,
 } from '../lib/latency-cases.js';
-import { seededAccount } from '../lib/seeded-account.js';
+import { hasSeededDatabase, seededAccount } from '../lib/seeded-account.js';
 import type { Suite } from '../lib/suite.js';
 
 /** The app's contacts table asks for pages of 50 (app/src/modules/contacts-admin). */
@@ -24,13 +24,7 @@ export const contactsTableSuite: Suite = {
     'lifecycle stage, channel) on the seeded account of 1,000,000 contacts (needs BENCH_DATABASE_URL)',
   async run(ctx) {
     const { service, settings } = ctx;
-    if (settings.databaseUrl === null) {
-      ctx.log(
-        'skipped: the contacts-table suite reads the seeded database. Run "npx tsx bench/inbox/seed.ts" once, ' +
-          'then BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/bench_inbox npx tsx bench/run.ts contacts-table',
-      );
-      return;
-    }
+    if (!hasSeededDatabase(ctx, 'inbox', 'contacts-table')) return;
     const pool = openPool(await service.databaseUrl());
     ctx.defer(() => pool.end());
     const { accountId, apiKey } = await seededAccount(

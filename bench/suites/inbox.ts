@@ -8,7 +8,7 @@ import {
   BIG,
 } from '../inbox/data.js';
 import { openPool } from '../lib/db.js';
-import { seededAccount } from '../lib/seeded-account.js';
+import { hasSeededDatabase, seededAccount } from '../lib/seeded-account.js';
 import { requestJson } from '../lib/http.js';
 import { describeAnswer, getJson, measureLatencyCases } from '../lib/latency-cases.js';
 import { fmtInt } from '../lib/report.js';
@@ -51,14 +51,7 @@ export const inboxSuite: Suite = {
   serviceEnv: { SESSION_RATE_LIMIT_PER_MINUTE: '1000000' },
   async run(ctx) {
     const { service, settings } = ctx;
-    if (settings.databaseUrl === null) {
-      // Not a failure: a run of every suite on the embedded store goes on without it.
-      ctx.log(
-        'skipped: the inbox suite reads the seeded database. Run "npx tsx bench/inbox/seed.ts" once, ' +
-          'then BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/bench_inbox npx tsx bench/run.ts inbox',
-      );
-      return;
-    }
+    if (!hasSeededDatabase(ctx, 'inbox', 'inbox')) return;
     const pool = openPool(await service.databaseUrl());
     ctx.defer(() => pool.end());
 

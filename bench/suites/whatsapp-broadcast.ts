@@ -8,6 +8,9 @@ import type { Suite } from '../lib/suite.js';
 import {
   BENCH_TEMPLATE,
   approvedTemplate,
+  broadcastStats,
+  createTemplateBroadcast,
+  type BroadcastBody,
   connectWhatsApp,
   requireGraph,
 } from '../lib/whatsapp.js';
@@ -21,15 +24,6 @@ const BASELINE_MS = 1_000;
 const MIB = 1024 * 1024;
 const TARGET_RECIPIENTS_PER_S = 5_000;
 const TARGET_RSS_GROWTH_MIB = 200;
-
-interface BroadcastBody {
-  status?: unknown;
-  stats?: { sent?: unknown; failed?: unknown };
-}
-
-function statsOf(b: BroadcastBody): { sent: number; failed: number } {
-  return { sent: Number(b.stats?.sent ?? NaN), failed: Number(b.stats?.failed ?? NaN) };
-}
 
 export const whatsappBroadcastSuite: Suite = {
   name: 'whatsapp-broadcast',
@@ -78,19 +72,10 @@ export const whatsappBroadcastSuite: Suite = {
     await delay(BASELINE_MS);
 
     const created = performance.now();
-    const broadcast = await expectJson(201, `${service.url}/v1/broadcasts`, {
-      method: 'POST',
-      token: account.apiKey,
-      body: {
-        name: 'Bench WhatsApp broadcast',
-        channel: 'whatsapp',
-        audience: { tags: [TAG] },
-        message: {
-          type: 'template',
-          template_name: BENCH_TEMPLATE.name,
-          template_params: ['there', '#SPRING-SALE'],
-        },
-      },
+    const broadcast = await createTemplateBroadcast(service.url, account.apiKey, {
+      name: 'Bench WhatsApp broadcast',
+      tag: TAG,
+      code: '#SPRING-SALE',
     });
     const broadcastId = stringField(broadcast, 'id');
     if (broadcast.status !== 'sending') {
@@ -116,7 +101,7 @@ export const whatsappBroadcastSuite: Suite = {
       }
       if (Date.now() - lastLogAt >= PROGRESS_EVERY_MS) {
         lastLogAt = Date.now();
-        const { sent, failed } = statsOf(state);
+        const { sent, failed } = broadcastStats(state);
         const rss = sampler.peakSince(performance.now() - PROGRESS_EVERY_MS);
         ctx.log(
           `  ${fmtInt(sent + failed)}/${fmtInt(n)} recipients after ` +
@@ -132,7 +117,7 @@ export const whatsappBroadcastSuite: Suite = {
     }
     await sampler.stop();
 
-    const { sent, failed } = statsOf(state);
+    const { sent, failed } = broadcastStats(state);
     if (state.status !== 'sent' || sent !== n || failed !== 0) {
       throw new Error(
         `broadcast ${broadcastId} ended ${JSON.stringify(state.status)} with ${JSON.stringify(state.stats)}, ` +
