@@ -10,6 +10,7 @@ import {
   type ContactRecord,
   type ContactRow,
 } from './contact-columns.js';
+import { hasTrigram, searchedAlone, searchFound, searchMatch } from './contact-search.js';
 
 /** A contact's address on one channel, as read under a lock for sending. */
 export interface MessagingAddress {
@@ -138,19 +139,30 @@ export class ContactsRepository {
     return result.numDeletedRows > 0n;
   }
 
-  /** The account's contacts that pass the filter, nothing selected yet. */
-  private filtered(accountId: string, filter: ContactFilter) {
+  /**
+   * The account's contacts that pass the filter, nothing selected yet. A search by three
+   * characters or more is answered by contact_search (migration 038) unless `scan` is asked:
+   * then each contact is checked with ILIKE, which suits a walk of the newest contacts for a
+   * term that many of them match.
+   */
+  private filtered(accountId: string, filter: ContactFilter, search: 'keys' | 'scan' = 'keys') {
     let query = this.db.selectFrom('contacts').where('account_id', '=', accountId);
     if (filter.tag !== undefined) {
       query = query.where(sql<boolean>`tags @> ARRAY[${filter.tag}]::text[]`);
     }
     if (filter.search !== undefined) {
-      const pattern = containsPattern(filter.search);
-      // Both columns carry trigram indexes, so a partial match stays an index scan at scale.
-      // A null phone matches nothing, and the name alone decides.
-      query = query.where((eb) =>
-        eb.or([eb('name', 'ilike', pattern), eb('phone', 'ilike', pattern)]),
-      );
+      const term = filter.search;
+      if (search === 'keys' && hasTrigram(term)) {
+        query = query.where(
+          sql<boolean>`id IN (SELECT contact_id FROM contact_search WHERE ${searchMatch(accountId, term)} OFFSET 0)`,
+        );
+      } else {
+        // A null phone matches nothing, and the name alone decides.
+        const pattern = containsPattern(term);
+        query = query.where((eb) =>
+          eb.or([eb('name', 'ilike', pattern), eb('phone', 'ilike', pattern)]),
+        );
+      }
     }
     if (filter.lifecycle_stage !== undefined) {
       query = query.where('lifecycle_stage', '=', filter.lifecycle_stage);
@@ -170,15 +182,43 @@ export class ContactsRepository {
     page: PageRequest,
   ): Promise<{ rows: ContactRecord[]; total: number }> {
     const filtered = Object.values(filter).some((v) => v !== undefined);
-    // The page's ids first, from the index alone, then only their rows: selected in one go,
+    const offset = (page.page - 1) * page.limit;
+    let total: Promise<number>;
+    let from = this.filtered(accountId, filter);
+    const term = searchedAlone(filter);
+    if (term !== undefined) {
+      const found = searchFound(this.db, accountId, term);
+      const [ids, size] = await Promise.all([found.ids, this.counted(accountId, {})!]);
+      if (ids !== null && offset >= ids.length) return { rows: [], total: ids.length };
+      // With the matches in hand, their page costs n lookups; walking the newest contacts until
+      // the page is full checks about (offset + limit) × size / n of them, and is the way when
+      // the matches are too many to bring (then counted meanwhile).
+      from =
+        ids !== null && ids.length * ids.length <= (offset + page.limit) * size
+          ? this.db
+              .selectFrom('contacts')
+              .where('account_id', '=', accountId)
+              .where(sql<boolean>`id = ANY(${ids}::text[])`)
+          : this.filtered(accountId, filter, 'scan');
+      total = ids !== null ? Promise.resolve(ids.length) : found.count;
+    } else {
+      total =
+        this.counted(accountId, filter) ??
+        this.filtered(accountId, filter)
+          .select((eb) => eb.fn.countAll<string>().as('n'))
+          .modifyEnd(CUSTOM_PLAN)
+          .executeTakeFirstOrThrow()
+          .then((r) => Number(r.n));
+    }
+    // The page's ids first, from an index alone, then only their rows: selected in one go,
     // the columns (the identities' subquery too) would be made for every row an offset skips.
-    const ids = this.filtered(accountId, filter)
+    const ids = from
       .select('id')
       .orderBy('created_at', 'desc')
       .orderBy('id', 'desc')
       .limit(page.limit)
-      .offset((page.page - 1) * page.limit);
-    const [rows, total] = await Promise.all([
+      .offset(offset);
+    const [rows, n] = await Promise.all([
       this.db
         .selectFrom('contacts')
         .select(CONTACT_COLUMNS)
@@ -189,24 +229,29 @@ export class ContactsRepository {
         .orderBy('id', 'desc')
         .$if(filtered, (q) => q.modifyEnd(CUSTOM_PLAN))
         .execute(),
-      this.counted(accountId, filter) ??
-        this.filtered(accountId, filter)
-          .select((eb) => eb.fn.countAll<string>().as('n'))
-          .modifyEnd(CUSTOM_PLAN)
-          .executeTakeFirstOrThrow()
-          .then((r) => Number(r.n)),
+      total,
     ]);
-    return { rows, total };
+    return { rows, total: n };
   }
 
   /**
-   * The total of a list filtered by tag and lifecycle stage only (or not at all): sums of
-   * contact_counts and contact_tag_counts (migration 034). Null for any other filter, which is
-   * counted. (Not the channel from conversation_counts: a deleted contact's conversations stay.)
+   * The total of a list filtered by tag and lifecycle stage only, or by channel only, or not at
+   * all: sums of contact_counts and contact_tag_counts (migration 034) or contact_channel_counts
+   * (migration 039). Null for any other filter, which is counted.
    */
   private counted(accountId: string, filter: ContactFilter): Promise<number> | null {
     const { tag, lifecycle_stage: stage, channel, search } = filter;
-    if (search !== undefined || channel !== undefined) return null;
+    if (search !== undefined) return null;
+    if (channel !== undefined) {
+      if (tag !== undefined || stage !== undefined) return null;
+      return this.db
+        .selectFrom('contact_channel_counts')
+        .select(sql<string>`coalesce(sum(n), 0)`.as('n'))
+        .where('account_id', '=', accountId)
+        .where('channel', '=', channel)
+        .executeTakeFirstOrThrow()
+        .then((r) => Number(r.n));
+    }
     const n = sql<string>`coalesce(sum(n), 0)`.as('n');
     let row: Promise<{ n: string }>;
     if (tag === undefined) {

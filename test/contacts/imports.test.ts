@@ -147,6 +147,36 @@ describe('POST /v1/contacts/imports', () => {
     expect((await eventsOf(acc.accountId, 'contact.updated')).length).toBe(1);
   });
 
+  it('batches are written in order while the next is read: a phone finds what an earlier batch made', async () => {
+    const acc = await newAccount(t);
+    // Batches of 2,000 rows: the second and third repeat phones the first made.
+    const phones = Array.from({ length: 2500 }, () => randomPhone());
+    const lines = [
+      'phone,name',
+      ...phones.map((p, i) => `${p},First ${i}`),
+      ...phones.slice(0, 2000).map((p, i) => `${p},Again ${i}`),
+    ];
+    const report = await importCsv(acc, `${lines.join('\n')}\n`);
+    expect(report).toMatchObject({
+      status: 'completed',
+      total_rows: 4500,
+      created: 2500,
+      updated: 2000,
+      failed: 0,
+    });
+    expect(await byPhone(acc, phones[1999]!)).toMatchObject({ name: 'Again 1999' });
+    expect(await byPhone(acc, phones[2000]!)).toMatchObject({ name: 'First 2000' });
+    expect((await eventsOf(acc.accountId, 'contact.updated')).length).toBe(2000);
+
+    // A file that stops being CSV in its third batch: the two batches before it stay.
+    const other = await newAccount(t);
+    const more = Array.from({ length: 4100 }, () => randomPhone());
+    const bad = ['phone,name', ...more.map((p, i) => `${p},Row ${i}`), `${randomPhone()},"open`];
+    const failed = await importCsv(other, `${bad.join('\n')}\n`);
+    expect(failed).toMatchObject({ status: 'failed', created: 4100 });
+    expect(failed.errors.at(-1)).toMatchObject({ line: 4102, field: 'file' });
+  });
+
   it("a phone repeated many times: one event per row that changes it, in the file's order", async () => {
     const acc = await newAccount(t);
     const [fresh, known] = [randomPhone(), randomPhone()];

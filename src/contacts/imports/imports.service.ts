@@ -11,6 +11,7 @@ import type { ContactRow } from '../contact-columns.js';
 import type { ContactCursor, ContactFilter, ContactsRepository } from '../contacts.repository.js';
 import type { Contact } from '../contacts.schema.js';
 import { csvLine, CsvSyntaxError, readCsv } from './csv.js';
+import { applyRow, differs, groupByPhone, newContact, valuesOf } from './import-rows.js';
 import {
   CUSTOM_FIELD_PREFIX,
   FIXED_COLUMNS,
@@ -214,12 +215,19 @@ export class ContactImportsService {
     let rows: ImportRow[] = [];
     let counts = noCounts();
     let errors: ImportError[] = [];
+    // The batch being written while the next one is read and checked: batches are written one
+    // after another, in the file's order (a phone's later rows must find what its earlier ones
+    // made), but reading and writing overlap.
+    let writing: Promise<void> = Promise.resolve();
     const flush = async (status?: 'completed' | 'failed', more: ImportError[] = []) => {
       const batch = { rows, counts, errors: [...errors, ...more] };
       rows = [];
       counts = noCounts();
       errors = [];
-      await this.writeBatch(scope, id, onConflict, batch, status);
+      await writing;
+      writing = this.writeBatch(scope, id, onConflict, batch, status);
+      // Its failure is met where it is awaited: by the next flush, or at the end.
+      writing.catch(() => undefined);
     };
     const beat = setInterval(() => {
       this.deps.imports
@@ -248,22 +256,33 @@ export class ContactImportsService {
         if (errors.length >= batchRows) await flush();
       }
       await flush('completed');
-    } catch (err) {
+      await writing;
+    } catch (thrown) {
+      let err = thrown;
+      if (err instanceof CsvSyntaxError) {
+        try {
+          await flush('failed', [{ line: err.line, field: 'file', issue: err.message }]);
+          await writing;
+          return;
+        } catch (during) {
+          // The batch before the bad record failed to be written.
+          err = during;
+        }
+      }
       // Declared interrupted meanwhile (no heartbeat for too long): its report says so.
       if (err instanceof ImportEnded) return;
-      if (!(err instanceof CsvSyntaxError)) {
-        await this.deps.imports.progress(
-          this.deps.tx.db,
-          scope.accountId,
-          id,
-          noCounts(),
-          [{ line: 0, field: 'import', issue: 'stopped by an error of the service; import again' }],
-          this.deps.clock.now(),
-          'failed',
-        );
-        throw err;
-      }
-      await flush('failed', [{ line: err.line, field: 'file', issue: err.message }]);
+      // Whatever was being written ends first (it fails, or its rows count).
+      await writing.catch(() => undefined);
+      await this.deps.imports.progress(
+        this.deps.tx.db,
+        scope.accountId,
+        id,
+        noCounts(),
+        [{ line: 0, field: 'import', issue: 'stopped by an error of the service; import again' }],
+        this.deps.clock.now(),
+        'failed',
+      );
+      throw err;
     } finally {
       clearInterval(beat);
     }
@@ -395,28 +414,6 @@ interface ImportEvent {
   line: number;
 }
 
-/** The rows by phone, each phone's in the file's order. */
-function groupByPhone(rows: ImportRow[]): Map<string, ImportRow[]> {
-  const out = new Map<string, ImportRow[]>();
-  for (const row of rows) {
-    const list = out.get(row.phone);
-    if (list) list.push(row);
-    else out.set(row.phone, [row]);
-  }
-  return out;
-}
-
-function valuesOf(c: ContactRow): ContactValues {
-  return {
-    id: c.id,
-    name: c.name,
-    email: c.email,
-    tags: c.tags,
-    lifecycle_stage: c.lifecycle_stage,
-    custom_fields: c.custom_fields,
-  };
-}
-
 /** The header of the file, checked (a 422 when it is not one, or names an unknown column). */
 async function readFileHeader(file: string): Promise<Column[]> {
   const stream = createReadStream(file);
@@ -432,43 +429,6 @@ async function readFileHeader(file: string): Promise<Column[]> {
     stream.destroy();
   }
   throw new ValidationError('body', 'must start with a header row naming its columns');
-}
-
-function newContact(accountId: string, row: ImportRow, now: Date): ContactRow {
-  return {
-    account_id: accountId,
-    id: newId('con'),
-    phone: row.phone,
-    name: row.name ?? null,
-    email: row.email ?? null,
-    tags: row.tags ?? [],
-    lifecycle_stage: row.lifecycle_stage ?? null,
-    custom_fields: row.custom_fields,
-    created_at: now,
-    updated_at: now,
-  };
-}
-
-/** The contact's fields after the row: empty cells leave theirs, tags are replaced, fields merged. */
-function applyRow(contact: ContactRow, row: ImportRow): ContactValues {
-  return {
-    id: contact.id,
-    name: row.name ?? contact.name,
-    email: row.email ?? contact.email,
-    tags: row.tags ?? contact.tags,
-    lifecycle_stage: row.lifecycle_stage ?? contact.lifecycle_stage,
-    custom_fields: { ...contact.custom_fields, ...row.custom_fields },
-  };
-}
-
-function differs(contact: ContactRow, values: ContactValues): boolean {
-  return (
-    values.name !== contact.name ||
-    values.email !== contact.email ||
-    values.lifecycle_stage !== contact.lifecycle_stage ||
-    JSON.stringify(values.tags) !== JSON.stringify(contact.tags) ||
-    Object.entries(values.custom_fields).some(([k, v]) => contact.custom_fields[k] !== v)
-  );
 }
 
 /**
