@@ -48,6 +48,9 @@ import * as m033 from './migrations/033_contact_import_heartbeat.js';
 import * as m034 from './migrations/034_contact_counts.js';
 import * as m036 from './migrations/036_job_settling.js';
 import * as m037 from './migrations/037_webchat_vouched_by.js';
+import * as m038 from './migrations/038_contact_search.js';
+import * as m039 from './migrations/039_contact_channel_counts.js';
+import * as m040 from './migrations/040_send_in_flight.js';
 import {
   sealWebhookSecrets,
   type SealWebhookSecret,
@@ -212,6 +215,9 @@ const plainMigrations: Record<string, Migration> = {
   '034_contact_counts': m034,
   '036_job_settling': m036,
   '037_webchat_vouched_by': m037,
+  '038_contact_search': m038,
+  '039_contact_channel_counts': m039,
+  '040_send_in_flight': m040,
 };
 
 /** Whether the database holds a store: the migrator's table exists (the first start made it). */

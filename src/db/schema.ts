@@ -213,6 +213,13 @@ export interface JobsTable {
   dead_at: Timestamp | null;
   /** Its retries ran out but settling it failed: it comes back to be settled, not to run. */
   settling: Generated<boolean>;
+  /**
+   * A send job's messages (ids in text order up to this) that its attempt may have handed to
+   * the provider: '' none, NULL every one (migration 040).
+   */
+  handed_upto: string | null;
+  /** Of those, the ones the provider answered "not now" meanwhile (migration 040). */
+  not_taken: string[] | null;
 }
 
 export interface WebhooksTable {
@@ -337,6 +344,15 @@ export interface BroadcastCountersTable {
 
 /** Conversations by status, channel and assignee, kept by triggers (migration 028). */
 /** Contacts by lifecycle stage (migration 034); a count is the sum of its slots. */
+/** Contacts with a conversation on a channel, by connection slot (migration 039). */
+export interface ContactChannelCountsTable {
+  account_id: string;
+  channel: Channel;
+  slot: number;
+  /** bigint: a string as pg reads it. */
+  n: string;
+}
+
 export interface ContactCountsTable {
   account_id: string;
   /** '' when the contact has no stage. */
@@ -464,6 +480,7 @@ export interface Tables {
   conversations: ConversationsTable;
   conversation_counts: ConversationCountsTable;
   contact_counts: ContactCountsTable;
+  contact_channel_counts: ContactChannelCountsTable;
   contact_tag_counts: ContactTagCountsTable;
   messages: MessagesTable;
   notes: NotesTable;

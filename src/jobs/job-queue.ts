@@ -137,7 +137,14 @@ export class JobQueue {
     lease: Date,
     next:
       | { done: true }
-      | { done: false; retryAt: Date; error: string; payload?: Record<string, unknown> },
+      | {
+          done: false;
+          retryAt: Date;
+          error: string;
+          payload?: Record<string, unknown>;
+          /** A send job's attempt ended: none of its messages is with the provider any more. */
+          handedNone?: boolean;
+        },
   ): Promise<void> {
     if (next.done) {
       await trx
@@ -158,6 +165,7 @@ export class JobQueue {
         ...(next.payload
           ? { payload: sql<string>`jobs.payload || ${JSON.stringify(next.payload)}::jsonb` }
           : {}),
+        ...(next.handedNone ? { handed_upto: '', not_taken: null } : {}),
       })
       .where('account_id', '=', accountId)
       .where('id', '=', id)

@@ -7,7 +7,8 @@ import { SEND_RETRY_DELAYS_MS } from './send-pipeline.js';
 /**
  * Sends what a send job still holds `queued`: after its first attempt (the API's or the
  * broadcast batch's own) asked to try again, or after whoever made it died before the provider
- * answered (its lease ended). The pipeline settles the job itself (done, or due again later on
+ * answered (its lease ended; towards a real provider, what it may have handed out is failed in
+ * doubt first, never sent twice: see send-recorder.ts). The pipeline settles the job itself (done, or due again later on
  * its back-off schedule); the runner's own retries are for failures to reach the database.
  */
 export function messageSendJob(
@@ -34,6 +35,8 @@ export function messageSendJob(
           job,
           group,
           undefined,
+          // At least 2 (the first attempt was its writer's): the pipeline first fails what a
+          // holder that died may have handed to a real provider (see send-recorder.ts).
           job.attempts,
           job.payload.connection_id,
         );

@@ -12,6 +12,7 @@ import type { Channel } from '../db/schema.js';
 import type { Scope, Transactor } from '../db/transactor.js';
 import type { AppError } from '../errors.js';
 import type { Outbox } from '../events/outbox.js';
+import type { BackgroundGate } from '../jobs/background-gate.js';
 import type { JobQueue } from '../jobs/job-queue.js';
 import type { TemplatesService } from '../templates/templates.service.js';
 import type { MediaFetcher, Uploads } from './media.js';
@@ -42,6 +43,7 @@ export class MessagesService {
   private readonly queueing: MessageQueue;
   private readonly receiving: ReceiveService;
   private readonly statuses: StatusService;
+  private readonly gate: BackgroundGate | undefined;
 
   constructor(deps: {
     tx: Transactor;
@@ -63,6 +65,8 @@ export class MessagesService {
     uploads?: Uploads;
     clock: Clock;
     log?: { error(obj: object, msg: string): void };
+    /** Told of each API send while it runs: background work yields to it. */
+    gate?: BackgroundGate;
   }) {
     this.queueing = new MessageQueue({
       db: deps.tx.db,
@@ -73,13 +77,15 @@ export class MessagesService {
       sendLeaseMs: deps.sendLeaseMs,
     });
     this.sending = new SendService({ ...deps, queue: this.queueing });
+    this.gate = deps.gate;
     this.receiving = new ReceiveService(deps);
     this.statuses = new StatusService({ ...deps, statuses: new StatusRepository() });
   }
 
   /** See SendService.send. */
   send(scope: Scope, body: SendMessageBody): Promise<Message> {
-    return this.sending.send(scope, body);
+    const done = this.gate?.interactive();
+    return this.sending.send(scope, body).finally(done);
   }
 
   /** See MessageQueue.queue. */

@@ -1,21 +1,36 @@
-import type {
-  ChannelProvider,
-  OutboundMessage,
-  ProviderResolver,
-  SendOutcome,
-} from '../channels/channel.js';
+import type { ChannelProvider, ProviderResolver, SendOutcome } from '../channels/channel.js';
 import { AppError } from '../errors.js';
 import type { Clock } from '../clock.js';
 import { Batcher, groupBy } from '../db/batcher.js';
 import type { Db, Tx } from '../db/database.js';
 import { isDatabaseUnavailable } from '../db/errors.js';
-import type { Channel } from '../db/schema.js';
 import type { Outbox } from '../events/outbox.js';
-import type { HeldJob, JobQueue, NewJob } from '../jobs/job-queue.js';
+import type { JobQueue, NewJob } from '../jobs/job-queue.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { toMessage } from './messages.present.js';
 import type { MessageRow, MessagesRepository, OutboundRecord } from './messages.repository.js';
+import {
+  changedRows,
+  finalRecord,
+  disconnected,
+  heldJob,
+  onlyAccepted,
+  simulatedReports,
+  type Called,
+  type QueuedSend,
+  type RecordPlan,
+  type SendResult,
+} from './send-plans.js';
 import type { MessageObserver } from './message-observer.js';
+import {
+  HAND_OUT_AHEAD,
+  IN_DOUBT_REASON,
+  HandOut,
+  takeOver,
+  tracksHandOut,
+  moveMark,
+  type Flush,
+} from './send-recorder.js';
 
 /**
  * Delays between attempts at a message the provider could not take yet: within about 2 s,
@@ -45,50 +60,15 @@ export const SEND_LEASE_MS = 60_000;
 const RECORD_RETRY_FIRST_MS = 100;
 const RECORD_RETRY_MAX_MS = 2_000;
 
-/** A queued message, with what its provider needs, and the send job that carries it. */
-export interface QueuedSend {
-  accountId: string;
-  channel: Channel;
-  jobId: string;
-  /**
-   * The claim on the job its caller holds: the job is settled only while it still stands. The
-   * pipeline moves it forward as it renews the claim during a long batch.
-   */
-  lease: Date;
-  /**
-   * The connection these messages were queued for (null: the sandbox, or a test's override):
-   * they are handed to no other. Undefined while not known (a broadcast batch's first attempt,
-   * a job written before it was recorded): the pipeline then records the one it used.
-   */
-  connectionId?: string | null;
-  /** 1 for the caller's own first attempt. */
-  attempt: number;
-  messages: OutboundMessage[];
-  /** Whether the observer hears of these messages' changes (see MessageObserver.observes). */
-  observed: boolean;
-}
-
-/** Where a queued message ended after an attempt. */
-export type SendResult = { row: MessageRow | null; outcome: SendOutcome };
-
-/**
- * The provider is never called inside a transaction. A message is recorded `queued` with its
- * send job (by the caller, in the transaction that decides to send it); after the commit this
- * hands it to the provider and records the outcome in a second transaction: `sent` with the
- * provider's id, `failed` with the reason and a `message.failed` event, or still `queued` with
- * the job released to try again later. Whoever dies in between, the job's lease ends and a
- * runner sends again (at least once towards the provider; once in our records).
- */
-export interface RecordPlan {
-  send: QueuedSend;
-  outcomes: Map<string, SendOutcome>;
-  records: OutboundRecord[];
-  /** Null when nothing is left to try: the job is done. */
-  retry: { afterMs: number; error: string } | null;
-}
+export type { QueuedSend, RecordPlan, SendResult } from './send-plans.js';
 
 export class SendPipeline {
   private readonly recorder = new Batcher<RecordPlan, MessageRow[]>(
+    (plans) => this.recordMany(plans),
+    { maxBatch: 200, maxConcurrent: 2 },
+  );
+  /** Answers recorded while batches run: never in the way of an attempt's last record. */
+  private readonly flusher = new Batcher<RecordPlan, MessageRow[]>(
     (plans) => this.recordMany(plans),
     { maxBatch: 200, maxConcurrent: 2 },
   );
@@ -115,21 +95,31 @@ export class SendPipeline {
    * its steps are private.
    */
   async attempt(send: QueuedSend, provider?: ChannelProvider): Promise<Map<string, SendResult>> {
-    const outcomes = await this.callProvider(send, provider);
+    const { outcomes, flushed } = await this.callProvider(send, provider);
     const plan = this.plan(send, outcomes);
-    return this.results(plan, await this.recordWhileHeld(plan));
+    plan.handedNone = send.attempt === 1 || flushed !== undefined;
+    if (!flushed) return this.results(plan, await this.recordWhileHeld(plan));
+    plan.records = plan.records.filter((r) => !flushed.flushed.has(r.id));
+    return this.results(plan, [...flushed.rows, ...(await this.recordWhileHeld(plan))]);
+  }
+
+  /** Records answers while the batch runs (see HandOut). */
+  private flush(send: QueuedSend, f: Flush): Promise<MessageRow[]> {
+    return this.recordWhileHeld({ send, ...f, retry: null, partial: true });
   }
 
   /**
-   * `record`, tried again while the database is unreachable (restarting, failing over) and the
-   * send's claim still holds: the provider has these messages now, and answers given up would
-   * have the job's next runner send them all a second time once the claim ends. Any other
+   * Records an attempt's answers and settles its job, grouped with the attempts recorded at the
+   * same time (answers the plan's messages whose row changed); tried again while the database is
+   * unreachable (restarting, failing over) and the send's claim still holds: the provider has
+   * these messages now, and answers given up would leave them to the job's next runner once the
+   * claim ends (sent again on webchat and the sandbox, failed in doubt elsewhere). Any other
    * failure, or the claim running out, is thrown as before.
    */
   private async recordWhileHeld(plan: RecordPlan): Promise<MessageRow[]> {
     for (let wait = RECORD_RETRY_FIRST_MS; ; wait = Math.min(wait * 2, RECORD_RETRY_MAX_MS)) {
       try {
-        return await this.record(plan);
+        return await (plan.partial ? this.flusher : this.recorder).submit(plan);
       } catch (err) {
         const holdsAfterWait = plan.send.lease.getTime() - this.deps.clock.now().getTime() > wait;
         if (!isDatabaseUnavailable(err) || !holdsAfterWait) throw err;
@@ -139,37 +129,31 @@ export class SendPipeline {
   }
 
   /**
-   * Records an attempt's answers and settles its job, grouped with the attempts recorded at the
-   * same time; answers the plan's messages whose row changed.
-   */
-  private record(plan: RecordPlan): Promise<MessageRow[]> {
-    return this.recorder.submit(plan);
-  }
-
-  /**
    * Calls the provider for every message, a few at a time; never throws. Messages queued for a
    * connection go to that connection only: gone or replaced since, they fail for good. A batch
    * that outlasts half its claim renews it before its next call; should the claim be lost
    * (another runner took the job), the calls stop and the rest is left to that runner.
    */
-  private async callProvider(
-    send: QueuedSend,
-    given?: ChannelProvider,
-  ): Promise<Map<string, SendOutcome>> {
+  private async callProvider(send: QueuedSend, given?: ChannelProvider): Promise<Called> {
     const outcomes = new Map<string, SendOutcome>();
     const chosen = await this.choose(send, given);
     if ('outcome' in chosen) {
       for (const m of send.messages) outcomes.set(m.messageId, chosen.outcome);
-      return outcomes;
+      return { outcomes };
     }
     const provider = chosen.provider;
+    const handOut = tracksHandOut(provider) ? await this.handOut(send) : undefined;
+    // The claim lost before the first call: every message is left to the job's next runner.
+    if (handOut === null) return { outcomes };
     let next = 0;
     const worker = async () => {
       while (next < send.messages.length) {
-        if (!this.leaseLasts(send) && !(await this.renewLease(send))) return;
+        if (!this.leaseLasts(send) && !(await this.renewLease(send, handOut))) return;
         // Another worker may have taken the last message while this one renewed.
         if (next >= send.messages.length) return;
-        const message = send.messages[next++]!;
+        const index = next++;
+        const message = send.messages[index]!;
+        if (handOut && !(await handOut.mayHandOut(index))) return;
         let outcome: SendOutcome;
         try {
           outcome = await provider.send(message);
@@ -179,10 +163,37 @@ export class SendPipeline {
         if (outcome.status !== 'accepted')
           this.deps.metrics.providerError(send.channel, provider.name);
         outcomes.set(message.messageId, outcome);
+        handOut?.answered(message.messageId, outcome);
       }
     };
     await Promise.all(Array.from({ length: Math.min(CONCURRENCY, send.messages.length) }, worker));
-    return outcomes;
+    return { outcomes, ...(handOut ? { flushed: await handOut.finish() } : {}) };
+  }
+
+  /**
+   * The tracking of a real provider's hand-outs (messages put in id order, the order the job's
+   * mark follows). A runner's attempt first fails what its job's last holder may have handed
+   * out; null when the claim was lost meanwhile.
+   */
+  private async handOut(send: QueuedSend): Promise<HandOut | null> {
+    send.messages.sort((a, b) =>
+      a.messageId < b.messageId ? -1 : a.messageId > b.messageId ? 1 : 0,
+    );
+    const io = {
+      mark: (upTo: string, notTaken: string[]) =>
+        moveMark(this.deps.db, heldJob({ send }), upTo, notTaken),
+      record: (f: Flush) => this.flush(send, f),
+    };
+    if (send.attempt === 1) {
+      const reserved = Math.min(send.messages.length, HAND_OUT_AHEAD);
+      return new HandOut(send.messages, { reserved, narrow: send.messages.length > reserved }, io);
+    }
+    const taken = await takeOver(this.deps.db, heldJob({ send }), send.messages, (trx, ids) =>
+      this.recordFailures(trx, send.accountId, ids, IN_DOUBT_REASON),
+    );
+    if (!taken) return null;
+    send.messages = taken.rest;
+    return new HandOut(send.messages, { reserved: taken.reserved, narrow: false }, io);
   }
 
   /**
@@ -235,12 +246,13 @@ export class SendPipeline {
    * Moves the send's claim a lease ahead, only while it is still held (one renewal at a time
    * per send); false when it was lost.
    */
-  private renewLease(send: QueuedSend): Promise<boolean> {
+  private renewLease(send: QueuedSend, handOut?: HandOut): Promise<boolean> {
     let renewal = this.renewals.get(send);
     if (!renewal) {
       const until = new Date(this.deps.clock.now().getTime() + this.leaseMs());
-      renewal = this.deps.jobs
-        .extend(this.deps.db, send.accountId, send.jobId, send.lease, until)
+      const extend = () =>
+        this.deps.jobs.extend(this.deps.db, send.accountId, send.jobId, send.lease, until);
+      renewal = (handOut ? handOut.serial(extend) : extend())
         .then(
           (held) => {
             if (held) send.lease = until;
@@ -275,10 +287,8 @@ export class SendPipeline {
           { status: 'retry', reason: 'not tried: the send job could not keep its claim' },
         ]);
     for (const [id, outcome] of answered) {
-      if (outcome.status === 'accepted') {
-        records.push({ id, status: 'sent', providerMessageId: outcome.providerMessageId });
-      } else if (outcome.status === 'failed') {
-        records.push({ id, status: 'failed', reason: outcome.reason });
+      if (outcome.status !== 'retry') {
+        records.push(finalRecord(id, outcome));
       } else if (lastAttempt) {
         records.push({
           id,
@@ -369,13 +379,13 @@ export class SendPipeline {
         accountId,
         group.flatMap((p) => p.records),
         now,
-        group.filter((p) => p.retry === null).map(heldJob),
+        group.filter((p) => p.retry === null && !p.partial).map(heldJob),
       );
       await this.afterChange(trx, accountId, changed, outcomes);
       for (const c of changed) changedById.set(c.row.id, c.row);
     }
     for (const p of plans) {
-      if (p.retry === null) continue;
+      if (p.retry === null || p.partial) continue;
       await this.deps.jobs.settle(trx, p.send.accountId, p.send.jobId, p.send.lease, {
         done: false,
         retryAt: new Date(now.getTime() + p.retry.afterMs),
@@ -384,6 +394,7 @@ export class SendPipeline {
         ...(p.send.connectionId !== undefined
           ? { payload: { connection_id: p.send.connectionId } }
           : {}),
+        handedNone: p.handedNone ?? false,
       });
     }
     return changedRows(plans, changedById);
@@ -419,52 +430,4 @@ export class SendPipeline {
     await this.deps.jobs.enqueueMany(trx, reports);
     if (changed.length > 0) await this.deps.observer.outboundChanged(trx, accountId, changed);
   }
-}
-
-/**
- * Whether recording the plan writes only its messages' new status, its job's end and the
- * sandbox's simulated reports: every message accepted (no `message.failed` event), the job
- * done, and nothing the observer hears of.
- */
-function onlyAccepted(plan: RecordPlan): boolean {
-  return (
-    plan.retry === null &&
-    !plan.send.observed &&
-    plan.records.every((r) => r.status === 'sent') &&
-    [...plan.outcomes.values()].every((o) => o.status === 'accepted')
-  );
-}
-
-/** The sandbox's simulated reports on an accepted message, as the jobs that apply them. */
-function simulatedReports(accountId: string, messageId: string, outcome: SendOutcome): NewJob[] {
-  if (outcome.status !== 'accepted' || !outcome.simulatedReports) return [];
-  return outcome.simulatedReports.map((r) => ({
-    accountId,
-    kind: 'sandbox.status' as const,
-    payload: {
-      v: 1 as const,
-      message_id: messageId,
-      status: r.status,
-      ...(r.reason ? { reason: r.reason } : {}),
-    },
-    delayMs: r.afterMs,
-  }));
-}
-
-function disconnected(channel: Channel): string {
-  return `the ${channel} channel was disconnected before the message could be sent`;
-}
-
-function heldJob(plan: RecordPlan): HeldJob {
-  return { accountId: plan.send.accountId, id: plan.send.jobId, lease: plan.send.lease };
-}
-
-/** For each plan, its messages whose row changed. */
-function changedRows(plans: RecordPlan[], changedById: Map<string, MessageRow>): MessageRow[][] {
-  return plans.map((p) =>
-    p.records.flatMap((r) => {
-      const row = changedById.get(r.id);
-      return row ? [row] : [];
-    }),
-  );
 }

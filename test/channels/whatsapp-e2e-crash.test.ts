@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { SEND_LEASE_MS } from '../../src/messages/send-pipeline.js';
+import { IN_DOUBT_REASON } from '../../src/messages/send-recorder.js';
 import {
   PUBLIC_URL,
   connectedAccount,
@@ -72,7 +73,7 @@ async function startApiProcess(): Promise<{
   return { child, url, output: () => output };
 }
 
-it('an API process killed between the commit and Graph’s answer: a runner sends again when the lease ends; one message, sent', async () => {
+it('an API process killed between the commit and Graph’s answer: when the lease ends the runner taking over fails the message in doubt, never sending it again', async () => {
   const c = await connectedAccount(e);
   const contact = await createContact(c.acc);
   await contactWrites(e, c, contact);
@@ -115,21 +116,25 @@ it('an API process killed between the commit and Graph’s answer: a runner send
   // Held by the dead process's first attempt (its clock is real time).
   expect(job!.locked_until!.getTime()).toBe(queued!.created_at.getTime() + SEND_LEASE_MS);
 
-  // Before the lease ends no runner may send; after it, one does.
+  // Before the lease ends no runner may take the job; after it, one does: Graph may have the
+  // message (there is no idempotency key), so it is failed rather than sent a second time.
   expect(await drain(e, c.acc.accountId)).toBe(0);
   e.t.clock.advance(job!.locked_until!.getTime() - e.t.clock.now().getTime() + 1);
   expect(await drain(e, c.acc.accountId)).toBe(1);
 
   const reqs = e.graph.find(c.sendMatcher);
-  expect(reqs).toHaveLength(2);
-  for (const r of reqs)
-    expect(r.body.toString('utf8')).toBe(
-      whatsappBody(contact.phone, 'text', { body: 'did you get this?', preview_url: false }),
-    );
+  expect(reqs).toHaveLength(1);
+  expect(reqs[0]!.body.toString('utf8')).toBe(
+    whatsappBody(contact.phone, 'text', { body: 'did you get this?', preview_url: false }),
+  );
   const rows = await outboundRows(e, c.acc.accountId);
   expect(rows).toHaveLength(1);
-  expect(rows[0]).toMatchObject({ id: queued!.id, status: 'sent', failure_reason: null });
-  expect(rows[0]!.provider_message_id).toMatch(/^wamid\./);
+  expect(rows[0]).toMatchObject({
+    id: queued!.id,
+    status: 'failed',
+    failure_reason: IN_DOUBT_REASON,
+    provider_message_id: null,
+  });
   expect(await jobsOf(e, c.acc.accountId)).toEqual([]);
-  expect(await events(e, c.acc.accountId, 'message.failed')).toEqual([]);
+  expect(await events(e, c.acc.accountId, 'message.failed')).toHaveLength(1);
 }, 120_000);

@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { SEND_LEASE_MS, SEND_RETRY_DELAYS_MS } from '../../src/messages/send-pipeline.js';
+import { IN_DOUBT_REASON } from '../../src/messages/send-recorder.js';
 import { freezeClock } from '../broadcasts/broadcast-helpers.js';
 import { META_ERRORS } from '../fake-graph/server.js';
 import { statusWebhook, templateStatusWebhook, waStatus } from '../fake-graph/webhooks.js';
@@ -438,7 +439,7 @@ describe('synchronous Graph errors', () => {
 });
 
 describe('a send whose first attempt never hears back', () => {
-  it('the API answers queued; when its lease ends a runner sends again: one message, sent', async () => {
+  it('the API answers queued; when its lease ends a runner takes over: the call may have reached Graph, so the message fails in doubt and is never sent again', async () => {
     const { c, contact } = await withWindow();
     const restore = freezeClock(e.t.clock);
     try {
@@ -456,15 +457,14 @@ describe('a send whose first attempt never hears back', () => {
       expect(await drain(e, c.acc.accountId)).toBe(0);
       expect(e.graph.find(c.sendMatcher)).toHaveLength(1);
 
-      // The lease ends (the process that held it may be gone): a runner sends again.
+      // The lease ends (the process that held it may be gone): the runner that takes the job
+      // over cannot know whether Graph took the message (no idempotency key), so it fails it
+      // rather than risk a duplicate.
       e.t.clock.advance(2);
       expect(await drain(e, c.acc.accountId)).toBe(1);
-      const reqs = e.graph.find(c.sendMatcher);
-      expect(reqs).toHaveLength(2);
-      expect(reqs[1]!.body.equals(reqs[0]!.body)).toBe(true);
-      const sent = await messageRow(e, c.acc.accountId, queued!.id);
-      expect(sent.status).toBe('sent');
-      expect(sent.provider_message_id).toMatch(/^wamid\./);
+      expect(e.graph.find(c.sendMatcher)).toHaveLength(1);
+      const failed = await messageRow(e, c.acc.accountId, queued!.id);
+      expect(failed).toMatchObject({ status: 'failed', failure_reason: IN_DOUBT_REASON });
 
       // The first call ends at last (its connection drops): it changes nothing, and the API
       // answers what it knew, queued.
@@ -475,10 +475,10 @@ describe('a send whose first attempt never hears back', () => {
 
       const rows = await outboundRows(e, c.acc.accountId);
       expect(rows.map((r) => [r.id, r.status, r.provider_message_id])).toEqual([
-        [queued!.id, 'sent', sent.provider_message_id],
+        [queued!.id, 'failed', null],
       ]);
       expect(await jobsOf(e, c.acc.accountId)).toEqual([]);
-      expect(await events(e, c.acc.accountId, 'message.failed')).toEqual([]);
+      expect(await events(e, c.acc.accountId, 'message.failed')).toHaveLength(1);
     } finally {
       restore();
     }
