@@ -35,10 +35,22 @@ export interface Config {
   broadcastRatePerSecond: Record<'whatsapp' | 'instagram' | 'messenger' | 'webchat', number>;
   /** Recipients per broadcast batch (one transaction each). */
   broadcastBatchSize: number;
+  /**
+   * How long broadcasts hold back their batches and provider calls after an API send began in
+   * any process (BACKGROUND_YIELD_MS); 0: never (see BackgroundGate).
+   */
+  backgroundYieldMs: number;
   /** Media fetches at once in this process; 4 times as many sends may wait, more get a 503. */
   mediaFetchConcurrency: number;
   /** The largest media file the service keeps, in bytes: an inbound one from a provider, or an upload (POST /v1/media). */
   mediaMaxBytes: number;
+  /** How far V8's old generation may grow past what it keeps, in percent; 0: V8's own (runtime/heap-growth.ts). */
+  heapGrowingPercent: number;
+  /**
+   * Whether a service that runs both the API and the workers runs the workers on a thread of its
+   * own (WORKER_THREAD, runtime/thread-launcher.ts), rather than on the API's event loop.
+   */
+  workerThread: boolean;
   /** The largest CSV file `POST /v1/contacts/imports` takes (IMPORT_MAX_BYTES). */
   importMaxBytes: number;
   /** Where Meta's Graph API is (tests point it at a local fake), without a trailing slash. */
@@ -202,9 +214,12 @@ export function loadConfig(env: Env = process.env): Config {
       webchat: readInt(env, 'BROADCAST_RATE_WEBCHAT', 0, 0, 100_000),
     },
     broadcastBatchSize: readInt(env, 'BROADCAST_BATCH_SIZE', 500, 1, 10_000),
+    backgroundYieldMs: readInt(env, 'BACKGROUND_YIELD_MS', 0, 0, 1_000),
     sessionRateLimitPerMinute: readInt(env, 'SESSION_RATE_LIMIT_PER_MINUTE', 1200, 1, 1_000_000),
     mediaFetchConcurrency: readInt(env, 'MEDIA_FETCH_CONCURRENCY', 16, 1, 1024),
     mediaMaxBytes: readInt(env, 'MEDIA_MAX_BYTES', 16 * 1024 * 1024, 1024, 100 * 1024 * 1024),
+    heapGrowingPercent: readInt(env, 'HEAP_GROWING_PERCENT', 100, 0, 300),
+    workerThread: readBool(env, 'WORKER_THREAD', true),
     importMaxBytes: readInt(
       env,
       'IMPORT_MAX_BYTES',

@@ -7,6 +7,7 @@ import { AppError, Conflict, NotFound, ValidationError } from '../errors.js';
 import type { Outbox } from '../events/outbox.js';
 import type { PageRequest, PageResult } from '../http/pagination.js';
 import { newId } from '../ids.js';
+import type { BackgroundGate } from '../jobs/background-gate.js';
 import type { JobQueue } from '../jobs/job-queue.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { MessagesService } from '../messages/messages.service.js';
@@ -48,6 +49,8 @@ export class BroadcastsService {
       ratePerSecond: Record<Channel, number>;
       metrics: Metrics;
       announcer: ProgressAnnouncer;
+      /** Interactive sends first: each batch, and each of its provider calls, passes it. */
+      gate?: BackgroundGate;
     },
   ) {
     this.progress = new BroadcastProgress(deps);
@@ -238,6 +241,7 @@ export class BroadcastsService {
       );
       return 'done';
     }
+    await this.deps.gate?.pass();
     const step = await this.deps.tx.run({ accountId }, async (trx) => {
       let b = await this.deps.broadcasts.lock(trx, accountId, id);
       if (!b) return 'done';
@@ -380,7 +384,7 @@ export class BroadcastsService {
             channel,
             step.job,
             step.messages,
-            provider,
+            gated(provider, this.deps.gate),
             1,
             connectionId,
           );
@@ -433,4 +437,18 @@ export class BroadcastsService {
   async channelOf(accountId: string, id: string): Promise<Channel | undefined> {
     return (await this.deps.broadcasts.find(accountId, id))?.channel;
   }
+}
+
+/** The provider, its calls each held back while the gate is closed (see BackgroundGate). */
+function gated(provider: ChannelProvider, gate: BackgroundGate | undefined): ChannelProvider {
+  if (!gate) return provider;
+  return {
+    name: provider.name,
+    templatesBypassWindow: provider.templatesBypassWindow,
+    reachesAnyContact: provider.reachesAnyContact,
+    send: async (message, signal) => {
+      await gate.pass();
+      return provider.send(message, signal);
+    },
+  };
 }
