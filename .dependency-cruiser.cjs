@@ -50,10 +50,13 @@ module.exports = {
     {
       name: 'nothing-imports-the-composition-root',
       comment:
-        'app.ts, services.ts, server.ts, main.ts and cli.ts wire the service; nothing depends on them.',
+        'app.ts, services.ts, server.ts, main.ts, worker-thread.ts and cli.ts wire the service; nothing depends on them.',
       severity: 'error',
-      from: { path: '^src/', pathNot: ['^src/(app|services|server|main|cli)\\.ts$', '^src/cli/'] },
-      to: { path: '^src/(app|services|server|main|cli)\\.ts$' },
+      from: {
+        path: '^src/',
+        pathNot: ['^src/(app|services|server|main|cli|worker-thread)\\.ts$', '^src/cli/'],
+      },
+      to: { path: '^src/(app|services|server|main|cli|worker-thread)\\.ts$' },
     },
     {
       name: 'src-is-not-the-browser',

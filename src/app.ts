@@ -36,7 +36,7 @@ import { mediaLinkRoutes, mediaRoutes } from './media/media.routes.js';
 import { messagesRoutes } from './messages/messages.routes.js';
 import { installRequestMetrics, metricsRoutes } from './metrics/metrics.routes.js';
 import { sandboxRoutes } from './sandbox/sandbox.routes.js';
-import { buildServices, type AppDeps, type Services } from './services.js';
+import { buildServices, closeServices, type AppDeps, type Services } from './services.js';
 import { templatesRoutes } from './templates/templates.routes.js';
 import { sessionRoutes } from './users/session.routes.js';
 import { usersRoutes } from './users/users.routes.js';
@@ -77,22 +77,13 @@ export async function buildApp(
     requestTimeout: 0,
   });
   app.setValidatorCompiler(validatorCompiler);
-  // Webhooks being processed right after their storage finish before Graph's client closes.
-  app.addHook('onClose', async () => {
-    await services.inbound.settled();
-    await services.graph.close();
-  });
+  app.addHook('onClose', () => closeServices(services));
   // Open event and widget streams would keep close() waiting forever: they end first (clients
   // reconnect).
   app.addHook('preClose', (done) => {
     services.eventStreams.closeAll();
     services.visitorStreams.closeAll();
     done();
-  });
-  app.addHook('onClose', async () => {
-    services.eventFeed.stop();
-    services.presence.stop();
-    await services.notifications.stop();
   });
   // First of all hooks, so that every refusal (a missing Host included) carries it.
   app.addHook('onRequest', (request, reply, done) => {

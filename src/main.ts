@@ -1,7 +1,9 @@
 import net from 'node:net';
 import { pathToFileURL } from 'node:url';
 import { loadConfig, ConfigError } from './config.js';
-import { openStore, startService } from './server.js';
+import { applyHeapGrowth } from './runtime/heap-growth.js';
+import { startWorkerThread, type WorkerThread } from './runtime/thread-launcher.js';
+import { openStore, startService, type RunningService } from './server.js';
 
 /**
  * `npm start`: the API and the workers on the configured (or embedded) PostgreSQL, until
@@ -20,6 +22,7 @@ export async function serve(
     }
     throw err;
   }
+  applyHeapGrowth(config.heapGrowingPercent);
   // A busy port is refused before the store is opened (or made), so nothing is written for a
   // service that could not have run.
   if (roles.api) {
@@ -32,27 +35,51 @@ export async function serve(
     }
   }
   const store = await openStore(config);
-  let service;
+  // All in one: the workers on a thread of their own (see startWorkerThread), unless told not to.
+  // It starts first, so that the API answers /readyz only once its workers run.
+  const onThread = roles.api && roles.workers && config.workerThread;
+  let workers: WorkerThread | null = null;
+  let running: RunningService;
   try {
-    service = await startService(config, store, roles);
+    if (onThread)
+      workers = await startWorkerThread(config, store, (err) => {
+        // What a crash of the workers on the API's event loop would have done: end the process.
+        process.stderr.write(
+          `switchboard: the worker thread failed: ${err.stack ?? err.message}\n`,
+        );
+        process.exit(1);
+      });
+    running = await startService(
+      config,
+      store,
+      { api: roles.api, workers: roles.workers && !onThread },
+      onThread ? { workers: 'thread' } : undefined,
+    );
   } catch (err) {
+    await workers?.stop();
     await store.close();
     throw err;
   }
+  const thread = workers;
+  if (thread) running.metrics.addSource(() => thread.metrics());
   let stopping = false;
   const shutdown = (signal: string) => {
     if (stopping) return;
     stopping = true;
-    service.app.log.info({ signal }, 'shutting down');
+    running.log.info({ signal }, 'shutting down');
     // A second signal, or a drain that hangs, must still end the process.
     const force = setTimeout(() => process.exit(1), 30_000);
     force.unref();
-    void service
-      .stop()
-      .then(() => store.close())
-      .then(() => process.exit(0))
+    // Both halves stop whatever the other's stop came to, before the store closes.
+    void Promise.allSettled([running.stop(), thread?.stop()])
+      .then(async (stops) => {
+        const failed = stops.filter((s): s is PromiseRejectedResult => s.status === 'rejected');
+        for (const { reason } of failed) running.log.error({ err: reason }, 'shutdown failed');
+        await store.close();
+        process.exit(failed.length > 0 ? 1 : 0);
+      })
       .catch((err: unknown) => {
-        service.app.log.error({ err }, 'shutdown failed');
+        running.log.error({ err }, 'shutdown failed');
         process.exit(1);
       });
   };

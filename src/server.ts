@@ -3,8 +3,8 @@ import path from 'node:path';
 import { EmptyStore } from './errors.js';
 import { scheduleImportSweep } from './contacts/imports/imports.service.js';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
-import { buildApp } from './app.js';
-import { type Services } from './services.js';
+import { buildServices, closeServices, type Services } from './services.js';
+import { newLogger } from './logging.js';
 import { WEBCHAT_TOPIC } from './webchat/webchat-wakeups.js';
 import { CacheFeed, topicCaches } from './db/cache-feed.js';
 import { systemClock } from './clock.js';
@@ -17,11 +17,14 @@ import { scheduleRetention } from './db/retention.js';
 import { inboundPruneTasks } from './inbound/retention.js';
 import { webchatPruneTasks } from './webchat/retention.js';
 import { JobRunner } from './jobs/job-runner.js';
+import { INTERACTIVE_CHANNEL } from './jobs/background-gate.js';
+import { Notifications } from './realtime/notifications.js';
 import { WebhookDispatcher } from './webhooks/webhook-dispatcher.js';
 import { loadSecretsKey } from './connections/secrets-key.js';
 import { SecretBox } from './connections/secret-box.js';
 import { WebhookSecrets } from './webhooks/webhook-secrets.js';
 import { CONNECTION_TOPIC } from './connections/provider-resolver.js';
+import type { Metrics } from './metrics/metrics.js';
 
 export interface Store {
   db: Db;
@@ -122,7 +125,11 @@ export function listenForChanges(services: Services): CacheFeed {
 }
 
 export interface RunningService {
-  app: FastifyInstance;
+  /** The HTTP app; null in a process of workers only. */
+  app: FastifyInstance | null;
+  log: FastifyBaseLogger;
+  /** The service's instruments (GET /metrics). */
+  metrics: Metrics;
   stop(): Promise<void>;
 }
 
@@ -134,27 +141,21 @@ export async function startService(
   config: Config,
   store: Store,
   roles: { api: boolean; workers: boolean } = { api: true, workers: true },
+  /**
+   * Where the workers run when an all-in-one process splits (see runtime/thread-launcher.ts):
+   * `thread` for the API's half (its workers run on the thread), `this thread` for the thread's.
+   * Only the process's last start says "switchboard started", once the API listens.
+   */
+  split?: { workers: 'thread' | 'this thread' },
 ): Promise<RunningService> {
-  // The limiter exists before the app and its logger; its outage notices go there once it does.
-  const logTo: { app?: FastifyBaseLogger } = {};
-  const rateLimiter: RateLimiter = config.redisUrl
-    ? new RedisRateLimiter({
-        url: config.redisUrl,
-        log: {
-          warn: (obj, msg) => logTo.app?.warn(obj, msg),
-          info: (obj, msg) => logTo.app?.info(obj, msg),
-        },
-      })
-    : new MemoryRateLimiter();
-  const { app, services } = await buildApp({
-    config: { ...config, secretsKey: store.secretsKey },
-    db: store.db,
-    rateLimiter,
-    clock: systemClock,
-    // LISTEN needs a session of its own: never through a pooler in transaction mode.
-    eventFeedUrl: roles.api && config.readCache ? store.directUrl : null,
-  });
-  logTo.app = app.log;
+  const appConfig = { ...config, secretsKey: store.secretsKey };
+  // A process of workers only builds no HTTP app (nor loads its routes): the services alone.
+  const http = roles.api ? await buildHttp(appConfig, store) : null;
+  const log: FastifyBaseLogger =
+    http?.app.log ?? newLogger(config.logLevel).child({ role: 'workers' });
+  const services =
+    http?.services ??
+    buildServices({ config: appConfig, db: store.db, clock: systemClock, log, eventFeedUrl: null });
   const feed = roles.api && config.readCache ? listenForChanges(services) : null;
   await feed?.start();
 
@@ -162,21 +163,30 @@ export async function startService(
     ? new JobRunner({
         db: store.db,
         clock: systemClock,
-        log: app.log,
+        log,
         handlers: services.jobHandlers,
       })
     : null;
+  // Workers hear the API sends of every process and yield to them (BackgroundGate), on a LISTEN
+  // connection of their own (the shared one listens for an API's caches and streams only).
+  const interactive =
+    roles.workers && config.backgroundYieldMs > 0
+      ? new Notifications({ url: store.directUrl, log })
+      : null;
+  interactive?.subscribe({ channel: INTERACTIVE_CHANNEL }, services.gate.listener);
+  await interactive?.start();
   const dispatcher = roles.workers
     ? new WebhookDispatcher({
         db: store.db,
         clock: systemClock,
-        log: app.log,
+        log,
         allowPrivate: config.allowPrivateTargets,
         secrets: new WebhookSecrets(new SecretBox(store.secretsKey)),
         metrics: services.metrics,
       })
     : null;
-  if (roles.api) {
+  if (http) {
+    const { app, rateLimiter } = http;
     const boot = await services.accounts.bootstrapDefaultAccount();
     if (boot) {
       // Printed once, on the first start of an empty store: only the hashes are kept. Should the
@@ -196,7 +206,7 @@ export async function startService(
       throw err;
     }
     const base = config.publicUrl;
-    app.log.info(
+    log.info(
       { api: `${base}/v1`, docs: `${base}/docs`, app: `${base}/app` },
       `Switchboard is listening: API ${base}/v1, docs ${base}/docs, app ${base}/app`,
     );
@@ -204,26 +214,60 @@ export async function startService(
   runner?.start();
   dispatcher?.start();
   const stopPruning = roles.workers
-    ? schedulePruning({ db: store.db, clock: systemClock, log: app.log })
+    ? schedulePruning({ db: store.db, clock: systemClock, log })
     : null;
-  const stopImportSweep = roles.workers
-    ? scheduleImportSweep(services.contactImports, app.log)
-    : null;
+  const stopImportSweep = roles.workers ? scheduleImportSweep(services.contactImports, log) : null;
   const stopRetention = roles.workers
-    ? scheduleRetention({ db: store.db, clock: systemClock, log: app.log }, [
+    ? scheduleRetention({ db: store.db, clock: systemClock, log }, [
         ...inboundPruneTasks,
         ...webchatPruneTasks,
       ])
     : null;
-  app.log.info({ api: roles.api, workers: roles.workers }, 'switchboard started');
+  if (split?.workers === 'this thread') log.info('the workers started on their thread');
+  else
+    log.info({ api: roles.api, workers: split?.workers ?? roles.workers }, 'switchboard started');
   return {
-    app,
+    app: http?.app ?? null,
+    log,
+    metrics: services.metrics,
     stop: async () => {
       stopPruning?.();
       stopRetention?.();
       stopImportSweep?.();
-      await Promise.all([app.close(), runner?.stop(), dispatcher?.stop()]);
-      await Promise.all([rateLimiter.close(), feed?.stop()]);
+      // Without an HTTP app, the services close once the jobs they run have finished.
+      await Promise.all([http?.app.close(), runner?.stop(), dispatcher?.stop()]);
+      if (!http) await closeServices(services);
+      await Promise.all([http?.rateLimiter.close(), feed?.stop(), interactive?.stop()]);
+      services.gate.stop();
     },
   };
+}
+
+/** The HTTP app (its module loaded only here) and the rate limiter its routes count with. */
+async function buildHttp(
+  config: Config & { secretsKey: Buffer },
+  store: Store,
+): Promise<{ app: FastifyInstance; services: Services; rateLimiter: RateLimiter }> {
+  // The limiter exists before the app and its logger; its outage notices go there once it does.
+  const logTo: { app?: FastifyBaseLogger } = {};
+  const rateLimiter: RateLimiter = config.redisUrl
+    ? new RedisRateLimiter({
+        url: config.redisUrl,
+        log: {
+          warn: (obj, msg) => logTo.app?.warn(obj, msg),
+          info: (obj, msg) => logTo.app?.info(obj, msg),
+        },
+      })
+    : new MemoryRateLimiter();
+  const { buildApp } = await import('./app.js');
+  const { app, services } = await buildApp({
+    config,
+    db: store.db,
+    rateLimiter,
+    clock: systemClock,
+    // LISTEN needs a session of its own: never through a pooler in transaction mode.
+    eventFeedUrl: config.readCache ? store.directUrl : null,
+  });
+  logTo.app = app.log;
+  return { app, services, rateLimiter };
 }

@@ -1,6 +1,7 @@
 // The service graph, built once and wired by hand: app.ts puts the routes on it, server.ts its workers.
 
 import { type FastifyBaseLogger } from 'fastify';
+import { sql } from 'kysely';
 import { AccountsRepository, type KeyOwner } from './accounts/accounts.repository.js';
 import { AccountsService } from './accounts/accounts.service.js';
 import { broadcastSendJob } from './broadcasts/broadcast-send.job.js';
@@ -17,6 +18,7 @@ import { WebchatProvider } from './channels/webchat/webchat.provider.js';
 import { templateApiOf } from './channels/template-apis.js';
 import type { Clock } from './clock.js';
 import type { Config } from './config.js';
+import { BackgroundGate, INTERACTIVE_CHANNEL } from './jobs/background-gate.js';
 import { ConnectionsRepository, type ConnectionRow } from './connections/connections.repository.js';
 import { ConnectionsService } from './connections/connections.service.js';
 import { ConnectionProviderResolver } from './connections/provider-resolver.js';
@@ -101,8 +103,8 @@ export type AppConfig = Pick<
   | 'importMaxBytes'
   | 'sessionRateLimitPerMinute'
 > &
-  /** Believe no X-Forwarded-For when absent. */
-  Partial<Pick<Config, 'trustProxy'>>;
+  /** Believe no X-Forwarded-For when absent; no background gate (0) when absent. */
+  Partial<Pick<Config, 'trustProxy' | 'backgroundYieldMs'>>;
 
 export interface AppDeps extends LogDeps {
   config: AppConfig;
@@ -141,6 +143,11 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
   // One listening connection per process: the read caches', event streams', presence's, widget's.
   const notifications = new Notifications({ url: deps.eventFeedUrl ?? null, log });
   const presence = new Presence({ db, notifications });
+  // Interactive sends first: broadcasts yield to API sends in any process (see BackgroundGate).
+  const gate = new BackgroundGate({
+    yieldMs: config.backgroundYieldMs ?? 0,
+    publish: () => sql`SELECT pg_notify(${INTERACTIVE_CHANNEL}, '')`.execute(db),
+  });
   const conversationsRepo = new ConversationsRepository(db);
   const messagesRepo = new MessagesRepository(db);
   const broadcastsRepo = new BroadcastsRepository(db);
@@ -311,6 +318,7 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     providers: resolver,
     pipeline,
     jobs,
+    gate,
     observer: broadcastStats,
     sendLeaseMs: deps.sendLeaseMs,
     sendWaitMs: deps.sendWaitMs,
@@ -346,6 +354,7 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     ratePerSecond: config.broadcastRatePerSecond,
     metrics,
     announcer: broadcastProgress,
+    gate,
   });
   const inbound = new InboundWebhooksService({
     tx,
@@ -465,6 +474,17 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
     jobHandlers,
     caches,
     metrics,
+    gate,
   };
 }
 export type Services = ReturnType<typeof buildServices>;
+
+/** Releases what the services hold, once nothing calls them any more (the HTTP server closed). */
+export async function closeServices(services: Services): Promise<void> {
+  // Webhooks being processed right after their storage finish before Graph's client closes.
+  await services.inbound.settled();
+  await services.graph.close();
+  services.eventFeed.stop();
+  services.presence.stop();
+  await services.notifications.stop();
+}

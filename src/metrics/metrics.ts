@@ -1,4 +1,13 @@
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import {
+  AggregatorRegistry,
+  collectDefaultMetrics,
+  Counter,
+  Gauge,
+  Histogram,
+  Registry,
+  type MetricObjectWithValues,
+  type MetricValue,
+} from 'prom-client';
 import type { QueueStats } from './queue-stats.js';
 
 export const METRICS_PREFIX = 'switchboard_';
@@ -7,6 +16,14 @@ export const UNMATCHED_ROUTE = 'unmatched';
 
 /** What one webhook delivery attempt came to: delivered, failed with a retry ahead, or given up. */
 export type DeliveryOutcome = 'success' | 'failure' | 'gave_up';
+
+type MetricJson = MetricObjectWithValues<MetricValue<string>>;
+
+/** The process-wide series (CPU, memory, event loop): one thread's are the process's. */
+const PROCESS_WIDE = [`${METRICS_PREFIX}process_`, `${METRICS_PREFIX}nodejs_`];
+/** The kinds a source adds to this registry (prom-client's JSON names them as strings). */
+const SUMMED_TYPES = new Set(['counter', 'histogram']);
+const isProcessWide = (name: string) => PROCESS_WIDE.some((prefix) => name.startsWith(prefix));
 
 type HttpChild = Histogram.Internal<'route' | 'method' | 'status_code'>;
 
@@ -24,6 +41,8 @@ export function statusClass(statusCode: number | null): string {
  */
 export class Metrics {
   readonly registry = new Registry();
+  /** Counters kept elsewhere in this process (the all-in-one service's worker thread). */
+  private readonly sources: (() => Promise<MetricJson[]>)[] = [];
   private readonly httpDuration: Histogram<'route' | 'method' | 'status_code'>;
   /** route → method → status → child: three map lookups per request, no key strings built. */
   private readonly httpChildren = new Map<string, Map<string, Map<number, HttpChild>>>();
@@ -165,6 +184,24 @@ export class Metrics {
   }
 
   /**
+   * This registry's counters and histograms, for another registry of the process to expose with
+   * its own (see addSource): never the process-wide series, nor the gauges, which the exposing
+   * registry sets (or leaves out) at each scrape.
+   */
+  async ownCounters(): Promise<MetricJson[]> {
+    const all = await this.registry.getMetricsAsJSON();
+    return all.filter((m) => !isProcessWide(m.name) && SUMMED_TYPES.has(String(m.type)));
+  }
+
+  /**
+   * Series counted in another registry of this process (its `ownCounters`), added to this one's
+   * on every scrape: a counter both count is summed.
+   */
+  addSource(source: () => Promise<MetricJson[]>): void {
+    this.sources.push(source);
+  }
+
+  /**
    * The exposition text, with the queue gauges set from `queues` (read at scrape time), or
    * left out when they could not be read.
    */
@@ -176,7 +213,7 @@ export class Metrics {
       // reset() leaves a label-less gauge at 0; removing its one series leaves no sample at all.
       if (!queues) gauge.remove();
     }
-    if (!queues) return this.registry.metrics();
+    if (!queues) return this.text();
     for (const j of queues.jobs) {
       this.jobsQueued.labels(j.kind).set(j.queued);
       this.jobsDue.labels(j.kind).set(j.due);
@@ -186,7 +223,25 @@ export class Metrics {
     this.deliveriesPending.set(queues.webhookDeliveries.pending);
     this.deliveriesDue.set(queues.webhookDeliveries.due);
     this.deliveriesOldestDueAge.set(queues.webhookDeliveries.oldestDueAgeSeconds);
-    return this.registry.metrics();
+    return this.text();
+  }
+
+  /**
+   * The registry's text; with sources, their counters summed with this registry's. The registry
+   * is read once: prom-client resets its event-loop lag figures at every read.
+   */
+  private async text(): Promise<string> {
+    if (this.sources.length === 0) return this.registry.metrics();
+    const [all, ...others] = await Promise.all([
+      this.registry.getMetricsAsJSON(),
+      ...this.sources.map((source) => source()),
+    ]);
+    // The process-wide series are this thread's as they are: no source has them, and their own
+    // aggregators would average some and drop the start time.
+    const mine = all.map((m) =>
+      isProcessWide(m.name) ? { ...m, aggregator: 'first' as const } : m,
+    );
+    return AggregatorRegistry.aggregate([mine, ...others]).metrics();
   }
 
   get contentType(): string {
