@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newAccount, startTestApp, type TestApp } from '../helpers.js';
 import { eventsOf, expectError, expectStatus, freezeClock } from '../inbox-helpers.js';
 import {
+  anAddress,
   PASSWORD,
   cookieOf,
   sessionClient,
@@ -203,23 +204,21 @@ describe('POST /v1/session', () => {
   it('10 failures for one email in 15 minutes, or 50 from one address, are a 429 until they age out', async () => {
     const acc = await newAccount(t);
     const user = await signedInUser(t, acc);
+    const [first, second, third, fourth] = [anAddress(), anAddress(), anAddress(), anAddress()];
     for (let i = 0; i < 10; i++)
-      expectError(await signIn(t, { email: user.email, password: `guess ${i}` }, '10.0.0.1'), 401);
+      expectError(await signIn(t, { email: user.email, password: `guess ${i}` }, first), 401);
     // Locked, even with the right password and from elsewhere; told how long at most.
-    const locked = await signIn(t, { email: user.email, password: PASSWORD }, '10.0.0.2');
+    const locked = await signIn(t, { email: user.email, password: PASSWORD }, second);
     expectError(locked, 429);
     expect(locked.headers['retry-after']).toBe('900');
     t.clock.advance(15 * 60 * 1000 + 1000);
-    expectStatus(await signIn(t, { email: user.email, password: PASSWORD }, '10.0.0.2'), 201);
+    expectStatus(await signIn(t, { email: user.email, password: PASSWORD }, second), 201);
 
     const other = await signedInUser(t, acc);
     for (let i = 0; i < 50; i++)
-      expectError(
-        await signIn(t, { email: `${unique()}@example.com`, password: 'x' }, '10.0.0.3'),
-        401,
-      );
-    expectError(await signIn(t, { email: other.email, password: PASSWORD }, '10.0.0.3'), 429);
-    expectStatus(await signIn(t, { email: other.email, password: PASSWORD }, '10.0.0.4'), 201);
+      expectError(await signIn(t, { email: `${unique()}@example.com`, password: 'x' }, third), 401);
+    expectError(await signIn(t, { email: other.email, password: PASSWORD }, third), 429);
+    expectStatus(await signIn(t, { email: other.email, password: PASSWORD }, fourth), 201);
   });
 
   it('a session ends after 12 hours idle, or 30 days after sign-in however busy', async () => {
