@@ -104,6 +104,54 @@ describe.skipIf(!RUN_BROWSER)('a conversation in Chromium', () => {
     await context.close();
   });
 
+  it('keeps the keys typed after a canned response where they were typed, however late the next frame', async () => {
+    const acc = await newAccount(app.t);
+    for (const [shortcut, content] of [
+      ['ship', 'Orders ship within 2 working days.'],
+      ['bye', 'Have a good day!'],
+    ]) {
+      expectStatus(
+        await acc.call({
+          method: 'POST',
+          url: '/v1/canned-responses',
+          payload: { shortcut, content },
+        }),
+        201,
+      );
+    }
+    const contact = await namedContact(acc, 'Katherine Johnson');
+    const { conversation_id: id } = await receive(acc, contact.id, 'whatsapp', 'Any news?');
+    const { context, page } = await newAgent(app, acc, 'Ada Lovelace');
+    await page.goto(`${app.base}/app/conversations/${id}`);
+    await expect
+      .poll(() => page.getByRole('log', { name: 'Messages' }).textContent())
+      .toContain('Any news?');
+    // A busy browser: animation frames wait until the test lets them run.
+    await page.evaluate(() => {
+      type Frame = (at: number) => void;
+      const w = globalThis as unknown as {
+        requestAnimationFrame: (run: Frame) => number;
+        runFrames: () => void;
+      };
+      const held: Frame[] = [];
+      w.runFrames = () => held.splice(0).forEach((run) => run(performance.now()));
+      w.requestAnimationFrame = (run) => held.push(run);
+    });
+    const reply = page.getByRole('textbox', { name: 'Reply' });
+    const options = page.getByRole('listbox', { name: 'Canned responses' });
+    await reply.pressSequentially('/sh');
+    await expect.poll(() => options.getByRole('option').count()).toBe(1);
+    await reply.press('Tab');
+    await reply.press('Shift+Enter');
+    // The frame after the insert comes only now, after the new line: the caret stays after it.
+    await page.evaluate(() => (globalThis as unknown as { runFrames: () => void }).runFrames());
+    await reply.pressSequentially('/b');
+    await expect.poll(() => options.getByRole('option').count()).toBe(1);
+    await reply.press('Enter');
+    expect(await reply.inputValue()).toBe('Orders ship within 2 working days.\nHave a good day!');
+    await context.close();
+  });
+
   it('attaches an image: uploaded with POST /v1/media, sent with its media_id, shown from the service with the session', async () => {
     const acc = await newAccount(app.t);
     const contact = await namedContact(acc, 'Kenji Watanabe');

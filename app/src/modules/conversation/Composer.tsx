@@ -1,4 +1,4 @@
-import { useEffect, useId, useRef, useState } from 'preact/hooks';
+import { useEffect, useId, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { api, data } from '../../api/client.js';
 import { keys } from '../../api/keys.js';
 import type { CannedResponse, Conversation } from '../../api/types.js';
@@ -34,12 +34,22 @@ export function Composer(props: {
   const textRef = useRef<HTMLTextAreaElement>(null);
   const fileRef = useRef<HTMLInputElement>(null);
   const lastTyping = useRef(0);
+  // Where the caret goes once the text an insert made is in the textarea.
+  const pendingCaret = useRef<number | null>(null);
   const listId = useId();
   const canReply = windowOpen(conversation);
 
   useEffect(() => {
     if (props.focusKey > 0) textRef.current?.focus();
   }, [props.focusKey]);
+  // In the render that put the inserted text in, before the next key is handled: a caret set a
+  // frame later (requestAnimationFrame) could land after keys typed meanwhile, and move them.
+  useLayoutEffect(() => {
+    const at = pendingCaret.current;
+    if (at === null) return;
+    pendingCaret.current = null;
+    textRef.current?.setSelectionRange(at, at);
+  });
 
   const slash = cannedQuery(text, caret);
   const cannedOpen = slash !== null && dismissed !== slash.start;
@@ -63,9 +73,9 @@ export function Composer(props: {
     if (!slash) return;
     const next = text.slice(0, slash.start) + response.content + text.slice(caret);
     const at = slash.start + response.content.length;
+    pendingCaret.current = at;
     setText(next);
     setCaret(at);
-    requestAnimationFrame(() => textRef.current?.setSelectionRange(at, at));
   };
 
   const submit = async () => {
