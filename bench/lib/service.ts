@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { appendFileSync, existsSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -78,6 +78,18 @@ function serviceNodeArgs(): string[] {
   return (process.env.BENCH_SERVICE_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
 }
 
+/**
+ * Every line the service and its workers print, appended to the file BENCH_SERVICE_OUTPUT names
+ * (with the process's role and the time in ms since the epoch), API keys masked: what flags such
+ * as `--trace-gc` print, to set beside a run's latency trace. Nothing when unset.
+ */
+function outputFile(): (role: string, line: string) => void {
+  const file = process.env.BENCH_SERVICE_OUTPUT;
+  if (!file) return () => {};
+  return (role, line) =>
+    appendFileSync(file, `${Date.now()} ${role} ${line.replace(/sb_live_[\w-]+/g, 'sb_live_…')}\n`);
+}
+
 export async function startService(opts: {
   projectRoot: string;
   databaseUrl: string | null;
@@ -117,6 +129,7 @@ export async function startService(opts: {
 
   let child: ChildProcess | undefined;
   const workers: ChildProcess[] = [];
+  const keep = outputFile();
   const cleanup = async () => {
     await Promise.all(workers.map((w) => stopChild(w, STOP_GRACE_MS)));
     if (child) await stopChild(child, STOP_GRACE_MS);
@@ -134,6 +147,7 @@ export async function startService(opts: {
       const tail = new OutputTail();
       let echoed = 0;
       const echo = (line: string) => {
+        keep('service', line);
         // Only warnings and errors are logged (LOG_LEVEL=warn); the first few are shown.
         // stdout also carries the Default account's API key on a new store: never echoed.
         if (!line.startsWith('{')) return;
@@ -202,9 +216,13 @@ export async function startService(opts: {
         });
         const tail = new OutputTail();
         tail.follow(worker.stdout, (line) => {
+          keep('worker', line);
           if (line.startsWith('{')) opts.log(`[worker] ${line}`);
         });
-        tail.follow(worker.stderr, (line) => opts.log(`[worker] ${line}`));
+        tail.follow(worker.stderr, (line) => {
+          keep('worker', line);
+          opts.log(`[worker] ${line}`);
+        });
         workers.push(worker);
         const workerPid = worker.pid;
         if (workerPid === undefined) throw new Error('the worker has no pid');

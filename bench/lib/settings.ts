@@ -66,6 +66,12 @@ export interface Settings {
    * (`serve --no-workers`); 0 runs the workers inside the service (BENCH_BROADCAST_WORKERS, 0).
    */
   broadcastWorkers: number;
+  /**
+   * broadcast-million suite: the tag of the big account's contacts the broadcast goes to
+   * (BENCH_BROADCAST_TAG): `subscribers` (all 1,000,000) by default, e.g. `tag-05` for a
+   * smaller audience while iterating.
+   */
+  broadcastTag: string;
   /** Another checkout whose built service runs instead of this one's (BENCH_SERVICE_ROOT). */
   serviceRoot: string | null;
   /** webhooks and broadcasts suites: bound on waiting for deliveries / the fan-out (BENCH_WAIT_TIMEOUT, s, 900). */
@@ -122,6 +128,7 @@ export function loadSettings(env: Env = process.env): Settings {
     broadcastReadConnections: readInt(env, 'BENCH_BROADCAST_READ_CONNECTIONS', 10, 1, 1000),
     broadcastReadRate: readInt(env, 'BENCH_BROADCAST_READ_RATE', 0, 0, 1_000_000),
     broadcastWorkers: readInt(env, 'BENCH_BROADCAST_WORKERS', 0, 0, 8),
+    broadcastTag: env.BENCH_BROADCAST_TAG || 'subscribers',
     searchContacts: readInt(env, 'BENCH_SEARCH_CONTACTS', 1_000_000, 1, 10_000_000),
     waitTimeoutS: readInt(env, 'BENCH_WAIT_TIMEOUT', 900, 10, 7200),
     whatsappContacts: readInt(env, 'BENCH_WHATSAPP_CONTACTS', 100_000, 1, 5_000_000),

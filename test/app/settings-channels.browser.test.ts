@@ -185,7 +185,7 @@ describe.skipIf(!RUN_BROWSER)('Settings › Channels', () => {
         await card.getByRole('button', { name: 'Disconnect Website chat' }).click();
         const confirm = page.getByRole('dialog', { name: 'Disconnect Website chat?' });
         await confirm.getByRole('button', { name: 'Disconnect' }).click();
-        await card.getByRole('button', { name: 'Connect website chat' }).waitFor();
+        await card.getByRole('button', { name: 'Connect website chat', exact: true }).waitFor();
         expect(
           (await acc.call({ method: 'GET', url: '/v1/channels/webchat' })).json().id,
         ).toBeNull();
@@ -241,7 +241,7 @@ describe.skipIf(!RUN_BROWSER)('Settings › Channels', () => {
           .getByRole('dialog', { name: 'Disconnect WhatsApp?' })
           .getByRole('button', { name: 'Disconnect' })
           .click();
-        await card.getByRole('button', { name: 'Connect WhatsApp' }).waitFor();
+        await card.getByRole('button', { name: 'Connect WhatsApp', exact: true }).waitFor();
       } finally {
         await context.close();
       }
