@@ -80,6 +80,7 @@ export class TemplatesRepository {
     return paged(q, page, (q) => q.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc'));
   }
 
+  /** The sandbox's verdict: it gives no reason, so none of an earlier verdict is kept. */
   async setStatus(
     accountId: string,
     id: string,
@@ -89,7 +90,7 @@ export class TemplatesRepository {
   ): Promise<TemplateRow | undefined> {
     return trx
       .updateTable('templates')
-      .set({ status, updated_at: now })
+      .set({ status, rejection_reason: null, updated_at: now })
       .where('account_id', '=', accountId)
       .where('id', '=', id)
       .returningAll()

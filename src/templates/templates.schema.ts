@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { PageQuery, Timestamp } from '../http/schemas.js';
+import { Nullable, PageQuery, Timestamp } from '../http/schemas.js';
 
 export const TEMPLATE_CATEGORIES = ['marketing', 'utility', 'authentication'] as const;
 export const TEMPLATE_STATUSES = ['pending', 'approved', 'rejected'] as const;
@@ -12,6 +12,12 @@ export const Template = Type.Object(
     category: Type.Enum(TEMPLATE_CATEGORIES),
     body: Type.String(),
     status: Type.Enum(TEMPLATE_STATUSES),
+    rejection_reason: Nullable(Type.String(), {
+      description:
+        "Meta's reason for rejecting the template, as Meta words it (`INCORRECT_CATEGORY`, " +
+        '`INVALID_FORMAT`…); `null` unless `status` is `rejected` and Meta gave one (the ' +
+        "sandbox's review gives none).",
+    }),
     created_at: Timestamp,
   },
   { $id: 'Template' },

@@ -20,6 +20,7 @@ const toTemplate = (r: TemplateRow): Template => ({
   category: r.category as Template['category'],
   body: r.body,
   status: r.status,
+  rejection_reason: r.rejection_reason,
   created_at: r.created_at.toISOString(),
 });
 
@@ -285,7 +286,8 @@ export class TemplatesService {
         trx,
       );
       if (!row) throw new NotFound('template', id);
-      if (current.status !== status) await this.recordUpdated(trx, scope, row);
+      if (current.status !== status || current.rejection_reason !== row.rejection_reason)
+        await this.recordUpdated(trx, scope, row);
       return toTemplate(row);
     });
     this.forget(scope.accountId, current.name);

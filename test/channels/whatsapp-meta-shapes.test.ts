@@ -206,10 +206,14 @@ describe('WhatsApp webhooks in the layout of Meta reference', () => {
     await deliver(c, update('APPROVED', 'NONE'));
     await drain(e, c.acc.accountId);
     const approved = await c.acc.call({ method: 'GET', url: `/v1/templates/${created.json().id}` });
-    expect(approved.json().status).toBe('approved');
+    // Meta's "NONE" is no reason.
+    expect(approved.json()).toMatchObject({ status: 'approved', rejection_reason: null });
     await deliver(c, update('REJECTED', 'INCORRECT_CATEGORY'));
     await drain(e, c.acc.accountId);
     const rejected = await c.acc.call({ method: 'GET', url: `/v1/templates/${created.json().id}` });
-    expect(rejected.json().status).toBe('rejected');
+    expect(rejected.json()).toMatchObject({
+      status: 'rejected',
+      rejection_reason: 'INCORRECT_CATEGORY',
+    });
   });
 });

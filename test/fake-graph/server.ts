@@ -105,6 +105,8 @@ export interface TemplateAsset {
   components?: Array<Record<string, unknown>>;
   /** Shorthand for a BODY component with this text. */
   body?: string;
+  /** Meta's reason for a rejection (`INCORRECT_CATEGORY`…); Meta writes `NONE` when there is none. */
+  rejected_reason?: string;
 }
 
 export interface ProfileAsset {
@@ -331,6 +333,7 @@ export class FakeGraph {
       language: t.language,
       status: t.status ?? 'APPROVED',
       category: t.category ?? 'UTILITY',
+      rejected_reason: t.rejected_reason ?? 'NONE',
       id,
       components: t.components ?? (t.body !== undefined ? [{ type: 'BODY', text: t.body }] : []),
     });
@@ -728,6 +731,7 @@ export class FakeGraph {
         language: t.language,
         status: t.status,
         category: t.category,
+        rejected_reason: t.rejected_reason,
         id: t.id,
       })),
       paging,

@@ -303,6 +303,7 @@ describe('POST /v1/templates/sync', () => {
       language: 'es',
       category: 'MARKETING',
       status: 'REJECTED',
+      rejected_reason: 'INCORRECT_CATEGORY',
       components: [
         { type: 'HEADER', format: 'TEXT', text: 'Oferta' },
         { type: 'BODY', text: 'Hola {{1}}' },
@@ -357,6 +358,14 @@ describe('POST /v1/templates/sync', () => {
       category: 'marketing',
     });
     expect(row('paused_one').status).toBe('pending');
+    // Meta's reason for the rejection is the API's too; its "NONE" is none.
+    const read = async (name: string) =>
+      (await acc.call({ method: 'GET', url: `/v1/templates/${row(name).id}` })).json();
+    expect(await read('promo')).toMatchObject({
+      status: 'rejected',
+      rejection_reason: 'INCORRECT_CATEGORY',
+    });
+    expect((await read('bulk_7')).rejection_reason).toBeNull();
     expect(row('promo').provider_template_id).toBe(
       graph.templatesOf(waba).find((x) => x.name === 'promo')!.id,
     );
@@ -502,6 +511,24 @@ describe('applyProviderStatus (message_template_status_update)', () => {
       .where('id', '=', created.id)
       .executeTakeFirstOrThrow();
     expect(row).toMatchObject({ status: 'rejected', rejection_reason: 'INCORRECT_CATEGORY' });
+    // The API shows Meta's reason, in the single read and in the list.
+    expect((await acc.call({ method: 'GET', url: `/v1/templates/${created.id}` })).json()).toEqual({
+      ...created,
+      status: 'rejected',
+      rejection_reason: 'INCORRECT_CATEGORY',
+    });
+    expect(
+      (await acc.call({ method: 'GET', url: '/v1/templates?status=rejected' })).json().data,
+    ).toEqual([{ ...created, status: 'rejected', rejection_reason: 'INCORRECT_CATEGORY' }]);
+    // Approved again (an appeal won): the reason goes.
+    expect(
+      await service().applyProviderStatus(acc.accountId, {
+        providerTemplateId: metaId,
+        name: 'status_me',
+        language: 'en',
+        status: 'approved',
+      }),
+    ).toMatchObject({ status: 'approved', rejection_reason: null });
 
     expect(
       await service().applyProviderStatus(acc.accountId, {
@@ -538,7 +565,7 @@ describe('applyProviderStatus (message_template_status_update)', () => {
     const events = await eventsOf(t.db, acc.accountId, 'template.updated');
     expect(events.map((e) => e.data)).toEqual([
       { ...created, status: 'approved' },
-      { ...created, status: 'rejected' },
+      { ...created, status: 'rejected', rejection_reason: 'INCORRECT_CATEGORY' },
     ]);
   });
 

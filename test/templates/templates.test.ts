@@ -33,6 +33,7 @@ describe('POST /v1/templates', () => {
       category: 'utility',
       body: 'Your order {{1}} has shipped',
       status: 'pending',
+      rejection_reason: null,
       created_at: t.clock.now().toISOString(),
     });
   });
@@ -111,6 +112,38 @@ describe('POST /v1/sandbox/templates/{id}/review', () => {
     expect((await acc.call({ method: 'GET', url: `/v1/templates/${r.id}` })).json().status).toBe(
       'rejected',
     );
+    // The sandbox gives no reason for a rejection.
+    expect(rejected.json().rejection_reason).toBeNull();
+  });
+
+  it("shows a provider's rejection reason, and the sandbox's verdict clears it", async () => {
+    const acc = await newAccount(t);
+    const tpl = (await create(acc, { name: 'promo', body: 'P' })).json();
+    // Meta's verdict, as its review webhook reports it (found by name and language).
+    await t.services.templates.applyProviderStatus(acc.accountId, {
+      providerTemplateId: null,
+      name: 'promo',
+      language: 'en',
+      status: 'rejected',
+      reason: 'INVALID_FORMAT',
+    });
+    const read = async () =>
+      (await acc.call({ method: 'GET', url: `/v1/templates/${tpl.id}` })).json();
+    expect(await read()).toEqual({
+      ...tpl,
+      status: 'rejected',
+      rejection_reason: 'INVALID_FORMAT',
+    });
+    const listed = (await acc.call({ method: 'GET', url: '/v1/templates' })).json().data;
+    expect(listed).toEqual([{ ...tpl, status: 'rejected', rejection_reason: 'INVALID_FORMAT' }]);
+
+    const again = await review(acc, tpl.id, 'rejected');
+    expectStatus(again, 200);
+    expect(again.json()).toEqual({ ...tpl, status: 'rejected', rejection_reason: null });
+    const events = await eventsOf(t.db, acc.accountId, 'template.updated');
+    expect(
+      events.map((e) => (e.data as { rejection_reason: string | null }).rejection_reason),
+    ).toEqual(['INVALID_FORMAT', null]);
   });
 
   it('emits template.updated (with its actor) when the status changes, none when it stays', async () => {

@@ -1574,6 +1574,8 @@ export interface components {
             body: string;
             /** @enum {unknown} */
             status: "pending" | "approved" | "rejected";
+            /** @description Meta's reason for rejecting the template, as Meta words it (`INCORRECT_CATEGORY`, `INVALID_FORMAT`…); `null` unless `status` is `rejected` and Meta gave one (the sandbox's review gives none). */
+            rejection_reason: string | null;
             /** Format: date-time */
             created_at: string;
         };
