@@ -1,6 +1,7 @@
 // Settings › Templates in Chromium: create one with its numbered parameters and a live preview,
 // see its review status change live (the sandbox's review emits template.updated), filter by
-// status, delete after a confirmation; the getting-started checklist of a new account's admin.
+// status, delete after a confirmation; Meta's reason beside a rejected template; the
+// getting-started checklist of a new account's admin.
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -97,6 +98,42 @@ describe.skipIf(!RUN_BROWSER)('the app: templates and getting started', () => {
       .click();
     await expect.poll(() => row.count()).toBe(0);
     expect((await acc.call({ method: 'GET', url: '/v1/templates' })).json().data).toEqual([]);
+    await context.close();
+  }, 60_000);
+
+  it("shows Meta's reason beside a rejected template, live", async () => {
+    const acc = await newAccount(app.t);
+    const created = await acc.call({
+      method: 'POST',
+      url: '/v1/templates',
+      payload: { name: 'spring_offer', category: 'utility', body: 'Spring is here: 20% off!' },
+    });
+    expectStatus(created, 201);
+    const { context, page } = await newAgent(app, acc, 'Grace Hopper', { role: 'admin' });
+    // The verdict below must come after the page's event stream has opened, or it is not news.
+    const streaming = page.waitForResponse((r) => r.url().includes('/v1/events/stream'));
+    await page.goto(`${app.base}/app/settings/templates`);
+    await streaming;
+    const row = page.getByRole('row', { name: /spring_offer/ });
+    await expect.poll(() => row.textContent()).toContain('Pending review');
+    expect(await row.textContent()).not.toContain('Reason');
+
+    // Meta's review webhook (message_template_status_update) rejects it with a reason.
+    await app.t.services.templates.applyProviderStatus(acc.accountId, {
+      providerTemplateId: null,
+      name: 'spring_offer',
+      language: 'en',
+      status: 'rejected',
+      reason: 'INCORRECT_CATEGORY',
+    });
+    await expect.poll(() => row.textContent(), { timeout: 10_000 }).toContain('Rejected');
+    expect(await row.getByRole('cell').nth(0).textContent()).toBe(
+      'RejectedReason: INCORRECT_CATEGORY',
+    );
+    await page.getByRole('combobox', { name: 'Show' }).selectOption('rejected');
+    await expect.poll(() => row.textContent()).toContain('Reason: INCORRECT_CATEGORY');
+    expect(await axeViolations(page)).toEqual([]);
+    await page.screenshot({ path: `${SHOTS}settings-templates-rejected.png` });
     await context.close();
   }, 60_000);
 

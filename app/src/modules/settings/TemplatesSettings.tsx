@@ -23,7 +23,8 @@ const refresh = () => queryClient.invalidateQueries({ queryKey: keys.templates()
 
 /**
  * Settings › Templates: every template with its review status (kept current by the stream's
- * `template.updated`), filtered by status; create one with a live preview; delete one.
+ * `template.updated`) and, for one Meta rejected, Meta's reason (what to fix before submitting
+ * it again), filtered by status; create one with a live preview; delete one.
  */
 export function TemplatesSettings(_props: { rest: string[] }) {
   const [status, setStatus] = useState<Status | 'all'>('all');
@@ -143,6 +144,9 @@ export function TemplatesSettings(_props: { rest: string[] }) {
                   </th>
                   <td>
                     <span class={`pill ${t.status}`}>{STATUS_LABEL[t.status]}</span>
+                    {t.status === 'rejected' && t.rejection_reason && (
+                      <span class="rejection-reason">Reason: {t.rejection_reason}</span>
+                    )}
                   </td>
                   <td>{t.language}</td>
                   <td>{t.category}</td>
