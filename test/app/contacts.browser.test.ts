@@ -109,6 +109,7 @@ describe.skipIf(!RUN_BROWSER)('the contacts screens', () => {
       expect(await preview.textContent()).toContain('visitor-wei');
       expect(await preview.textContent()).toContain('Wei Chen');
       expect(await axeViolations(page)).toEqual([]);
+      await page.screenshot({ path: `${DOCS}contact-merge.png` });
       await merge.getByRole('button', { name: 'Merge' }).click();
       await merge.waitFor({ state: 'detached' });
       const merged = (await acc.call({ method: 'GET', url: `/v1/contacts/${wei.id}` })).json();
@@ -137,13 +138,152 @@ describe.skipIf(!RUN_BROWSER)('the contacts screens', () => {
     expect(await page.getByRole('button', { name: 'Delete' }).count()).toBe(0);
   }, 90_000);
 
+  it('filters the table by tag, lifecycle stage and channel, showing the rows and how many match', async () => {
+    const acc = await newAccount(app.t);
+    // Five contacts: tags, a stage, and the channels they have a conversation on.
+    const people: [string, string[], 'lead' | 'customer', string | null][] = [
+      ['Ada Vip', ['vip'], 'customer', 'whatsapp'],
+      ['Bo Vip', ['vip'], 'lead', 'messenger'],
+      ['Cy Trial', ['trial'], 'customer', null],
+      ['Di Lead', [], 'lead', 'whatsapp'],
+      ['Eve Trial', ['trial'], 'customer', 'messenger'],
+    ];
+    for (const [name, tags, stage, channel] of people) {
+      const { id } = await namedContact(acc, name);
+      if (tags.length)
+        expectStatus(
+          await acc.call({ method: 'PUT', url: `/v1/contacts/${id}`, payload: { tags } }),
+          200,
+        );
+      expectStatus(
+        await acc.call({
+          method: 'POST',
+          url: `/v1/contacts/${id}/lifecycle`,
+          payload: { lifecycle_stage: stage },
+        }),
+        200,
+      );
+      if (channel) await receive(acc, id, channel, `Hello from ${name}`);
+    }
+    const { page } = await newAgent(app, acc, 'Ada Lovelace', { role: 'agent' });
+    await page.goto(`${app.base}/app/contacts`);
+    await page.getByRole('heading', { name: 'Contacts' }).waitFor();
+    const table = page.getByRole('table', { name: 'Contacts' });
+    const total = page.getByRole('navigation', { name: 'Pages' }).getByRole('status');
+    /** The names in the table, and the count the page says matches. */
+    const shown = async () => ({
+      names: (await table.getByRole('link').allTextContents()).sort(),
+      total: await total.textContent(),
+    });
+    const expectShown = (names: string[]) =>
+      expect.poll(shown).toEqual({
+        names,
+        total: `Page 1 of 1 · ${names.length} ${names.length === 1 ? 'contact' : 'contacts'}`,
+      });
+    // By the start of its name ("Lifecycle stage" holds "tag" too).
+    const tag = page.getByRole('combobox', { name: /^Tag/ });
+    const stage = page.getByRole('combobox', { name: 'Lifecycle stage' });
+    const channel = page.getByRole('combobox', { name: 'Channel' });
+
+    await expectShown(['Ada Vip', 'Bo Vip', 'Cy Trial', 'Di Lead', 'Eve Trial']);
+    await tag.selectOption('vip');
+    await expectShown(['Ada Vip', 'Bo Vip']);
+    await stage.selectOption('customer');
+    await expectShown(['Ada Vip']);
+    await tag.selectOption('');
+    await expectShown(['Ada Vip', 'Cy Trial', 'Eve Trial']);
+    expect(await axeViolations(page)).toEqual([]);
+    await stage.selectOption('');
+    await channel.selectOption('whatsapp');
+    await expectShown(['Ada Vip', 'Di Lead']);
+    await channel.selectOption('messenger');
+    await expectShown(['Bo Vip', 'Eve Trial']);
+    await stage.selectOption('lead');
+    await expectShown(['Bo Vip']);
+    // The export takes the same filters.
+    const href = await page.getByRole('link', { name: 'Export CSV' }).getAttribute('href');
+    expect(href).toBe('/v1/contacts/export?lifecycle_stage=lead&channel=messenger');
+    const csv = await (await page.request.get(`${app.base}${href}`)).text();
+    expect(csv).toContain('Bo Vip');
+    expect(csv).not.toContain('Eve Trial');
+    // A combination no contact matches says so.
+    await stage.selectOption('');
+    await tag.selectOption('trial');
+    await channel.selectOption('whatsapp');
+    await expectShown([]);
+    await page.getByText('No contact matches.').waitFor();
+    expect(await axeViolations(page)).toEqual([]);
+  }, 90_000);
+
   it('an admin imports a 1,000-row CSV with 10 bad rows, mapping its columns, and sees the report', async () => {
     const acc = await newAccount(app.t);
     const { page } = await newAgent(app, acc, 'Grace Hopper', { role: 'admin' });
-    const bad = new Set([3, 50, 150, 250, 350, 450, 550, 650, 750, 999]);
+    // Ten bad rows of five kinds: each is refused whole, reported by its line with why.
+    const E164 = 'must be a valid E.164 number such as +14155550123';
+    const bad = new Map<number, { cells: string; field: string; issue: string }>([
+      [3, { cells: '12345,Person 3,p3@example.com,pro', field: 'phone', issue: E164 }],
+      [
+        50,
+        {
+          cells: `${randomPhone()},Person 50,not-an-email,pro`,
+          field: 'email',
+          issue: 'must be a valid email',
+        },
+      ],
+      [
+        150,
+        {
+          cells: ',Person 150,p150@example.com,pro',
+          field: 'phone',
+          issue: 'is required: rows are matched by phone',
+        },
+      ],
+      [
+        250,
+        {
+          cells: `${randomPhone()},Person 250,p250@example.com,pro,extra`,
+          field: 'row',
+          issue: 'has 5 cells; the header has 4 columns',
+        },
+      ],
+      [350, { cells: '+1,Person 350,p350@example.com,pro', field: 'phone', issue: E164 }],
+      [
+        450,
+        {
+          cells: `${randomPhone()},Person 450,p450@,pro`,
+          field: 'email',
+          issue: 'must be a valid email',
+        },
+      ],
+      [
+        550,
+        {
+          cells: ',Person 550,,pro',
+          field: 'phone',
+          issue: 'is required: rows are matched by phone',
+        },
+      ],
+      [
+        650,
+        {
+          cells: `${randomPhone()},Person 650,p650@example.com`,
+          field: 'row',
+          issue: 'has 3 cells; the header has 4 columns',
+        },
+      ],
+      [750, { cells: 'call me,Person 750,p750@example.com,pro', field: 'phone', issue: E164 }],
+      [
+        999,
+        {
+          cells: `${randomPhone()},Person 999,p999 at example.com,pro`,
+          field: 'email',
+          issue: 'must be a valid email',
+        },
+      ],
+    ]);
     const lines = ['Mobile,Full name,E-mail,Plan'];
     for (let i = 1; i <= 1000; i++)
-      lines.push(`${bad.has(i) ? '12345' : randomPhone()},Person ${i},p${i}@example.com,pro`);
+      lines.push(bad.get(i)?.cells ?? `${randomPhone()},Person ${i},p${i}@example.com,pro`);
     const dir = mkdtempSync(path.join(tmpdir(), 'switchboard-import-'));
     const file = path.join(dir, 'people.csv');
     writeFileSync(file, lines.join('\r\n') + '\r\n');
@@ -169,15 +309,18 @@ describe.skipIf(!RUN_BROWSER)('the contacts screens', () => {
     const report = await page.locator('.import-counts').textContent();
     expect(report).toContain('Created990');
     expect(report).toContain('Failed10');
-    // Line = data row + 1 (the header is line 1).
-    const firstLine = await refusedRows
-      .getByRole('row')
-      .nth(1)
-      .getByRole('cell')
-      .first()
-      .textContent();
-    expect(firstLine).toBe('4');
+    // Every refused row, by line (data row + 1: the header is line 1), field and issue.
+    const reported: string[][] = [];
+    for (const row of (await refusedRows.getByRole('row').all()).slice(1))
+      reported.push(await row.getByRole('cell').allTextContents());
+    expect(reported).toEqual(
+      [...bad].map(([row, { field, issue }]) => [String(row + 1), field, issue]),
+    );
     expect(await axeViolations(page)).toEqual([]);
+    // The picture shows the report whole: its counts and every refused row.
+    await page
+      .getByRole('region', { name: 'Import report' })
+      .evaluate((el) => el.scrollIntoView({ block: 'start' }));
     await page.screenshot({ path: `${DOCS}contacts-import.png` });
     const list = await acc.call({ method: 'GET', url: '/v1/contacts?limit=1' });
     expect(list.json().total).toBe(990);

@@ -171,7 +171,7 @@ export function ContactsTable(props: { isAdmin: boolean }) {
         page={page}
         total={total}
         pageSize={PAGE_SIZE}
-        noun="contacts"
+        noun={['contact', 'contacts']}
         onPage={setPage}
       />
     </div>
