@@ -1,7 +1,7 @@
 // Broadcasts in Chromium, by the names and roles of DESIGN §5: an admin builds an audience and
 // sees how many contacts match, picks a template, sends; the stats follow live and the recipients
-// show the phones the sandbox fails with the reason; a scheduled one is cancelled; an agent sees
-// no "New broadcast". axe on every screen.
+// show the phones the sandbox fails with the reason; one scheduled through the form is listed as
+// scheduled and cancelled; an agent sees no "New broadcast". axe on every screen.
 import { mkdirSync } from 'node:fs';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -29,6 +29,13 @@ async function shot(page: Page, name: string): Promise<void> {
   if (!SHOTS) return;
   mkdirSync(SHOTS, { recursive: true });
   await page.screenshot({ path: `${SHOTS}${name}.png` });
+}
+
+/** What a broadcast's page says under one of its facts ("Channel", "Message"…). */
+async function fact(page: Page, term: string): Promise<string | null> {
+  const terms = await page.getByRole('term').allTextContents();
+  const at = terms.indexOf(term);
+  return at < 0 ? null : page.getByRole('definition').nth(at).textContent();
 }
 
 describe.skipIf(!RUN_BROWSER)('the app: broadcasts', () => {
@@ -83,6 +90,7 @@ describe.skipIf(!RUN_BROWSER)('the app: broadcasts', () => {
       acc,
       'Hello {{1}}, our spring sale starts now!',
       'approved',
+      'spring_sale',
     );
 
     const { page, context } = await newAgent(app, acc, 'Grace Admin', { role: 'admin' });
@@ -119,6 +127,11 @@ describe.skipIf(!RUN_BROWSER)('the app: broadcasts', () => {
     await page.getByRole('button', { name: 'Send broadcast' }).click();
     await page.getByRole('heading', { name: 'Spring sale' }).waitFor();
     expect(new URL(page.url()).pathname).toMatch(/^\/app\/broadcasts\/bc_/);
+    // The message is named by its template's name (not its id), with the text recipients read.
+    await expect
+      .poll(() => fact(page, 'Message'))
+      .toContain('Hello friend, our spring sale starts now!');
+    expect(await fact(page, 'Message')).toMatch(/^Template spring_sale/);
 
     // Sending happens in the workers; the page follows it live (broadcast.updated, .completed).
     await drain();
@@ -155,23 +168,61 @@ describe.skipIf(!RUN_BROWSER)('the app: broadcasts', () => {
     await context.close();
   });
 
-  it('an admin cancels a scheduled broadcast after confirming', async () => {
+  it('an admin schedules a broadcast through the form, sees it listed as scheduled, and cancels it after confirming', async () => {
     const acc = await newAccount(app.t);
     await createContact(acc, { tags: ['later'] });
-    const res = await acc.call({
-      method: 'POST',
-      url: '/v1/broadcasts',
-      payload: {
-        name: 'Next week',
-        channel: 'webchat',
-        audience: { tags: ['later'] },
-        message: { type: 'text', content: 'Soon!' },
-        scheduled_at: new Date(Date.now() + 7 * 24 * 3600_000).toISOString(),
-      },
-    });
-    expect(res.statusCode, res.body).toBe(201);
+    await createContact(acc, { tags: ['later'] });
     const { page, context } = await newAgent(app, acc, 'Grace Admin', { role: 'admin' });
-    await page.goto(`${app.base}/app/broadcasts/${res.json().id}`);
+    await page.goto(`${app.base}/app/broadcasts/new`);
+    await page.getByRole('heading', { name: 'New broadcast' }).waitFor();
+    await page.getByRole('textbox', { name: 'Name' }).fill('Next week');
+    await page.getByRole('combobox', { name: 'Channel' }).selectOption('webchat');
+    await page.getByRole('textbox', { name: 'Tags' }).fill('later');
+    await expect
+      .poll(() => page.getByRole('status', { name: 'Matching contacts' }).textContent())
+      .toBe('2 contacts match');
+    await page.getByRole('radio', { name: /^Text/ }).check();
+    await page.getByRole('textbox', { name: 'Text' }).fill('Soon!');
+    await page.getByRole('radio', { name: 'Schedule for later' }).check();
+    // Three days ahead at 09:30 in the browser's time zone, as a person would pick it.
+    const when = await page.evaluate(() => {
+      const d = new Date(Date.now() + 3 * 24 * 3600_000);
+      d.setHours(9, 30, 0, 0);
+      const pad = (n: number) => String(n).padStart(2, '0');
+      return {
+        local: `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T09:30`,
+        iso: d.toISOString(),
+      };
+    });
+    await page.getByLabel('Send at').fill(when.local);
+    expect(await axeViolations(page)).toEqual([]);
+    await page.getByRole('button', { name: 'Schedule broadcast' }).click();
+    await page.getByRole('heading', { name: 'Next week' }).waitFor();
+    const id = new URL(page.url()).pathname.split('/').pop()!;
+    expect(id).toMatch(/^bc_/);
+    const stored = (await acc.call({ method: 'GET', url: `/v1/broadcasts/${id}` })).json();
+    expect(stored).toMatchObject({
+      status: 'scheduled',
+      channel: 'webchat',
+      audience: { tags: ['later'] },
+      message: { type: 'text', content: 'Soon!' },
+      scheduled_at: when.iso,
+    });
+    await expect.poll(() => fact(page, 'Message')).toBe('Soon!');
+    expect(await page.getByText('Scheduled', { exact: true }).count()).toBe(1);
+
+    // Listed as scheduled, with its time.
+    await page.getByRole('link', { name: '← All broadcasts' }).click();
+    const listed = page
+      .getByRole('table', { name: 'Broadcasts' })
+      .getByRole('row')
+      .filter({ has: page.getByRole('link', { name: 'Next week' }) });
+    await expect.poll(() => listed.getByRole('cell').nth(1).textContent()).toBe('Scheduled');
+    expect(await listed.getByRole('cell').last().textContent()).toMatch(/^Scheduled /);
+    expect(await axeViolations(page)).toEqual([]);
+
+    // Cancelled from its page, after a confirmation that can be declined.
+    await listed.getByRole('link', { name: 'Next week' }).click();
     await page.getByRole('heading', { name: 'Next week' }).waitFor();
     await page.getByRole('button', { name: 'Cancel broadcast' }).click();
     const dialog = page.getByRole('dialog', { name: 'Cancel this broadcast?' });
@@ -184,8 +235,11 @@ describe.skipIf(!RUN_BROWSER)('the app: broadcasts', () => {
     await dialog.waitFor({ state: 'detached' });
     await page.getByText('Cancelled: this broadcast will not be sent.').waitFor();
     expect(await page.getByRole('button', { name: 'Cancel broadcast' }).count()).toBe(0);
-    const after = await acc.call({ method: 'GET', url: `/v1/broadcasts/${res.json().id}` });
+    const after = await acc.call({ method: 'GET', url: `/v1/broadcasts/${id}` });
     expect(after.json().status).toBe('draft');
+    // The list no longer says scheduled.
+    await page.getByRole('link', { name: '← All broadcasts' }).click();
+    await expect.poll(() => listed.getByRole('cell').nth(1).textContent()).toBe('Draft');
     await context.close();
   });
 

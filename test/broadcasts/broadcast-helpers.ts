@@ -129,8 +129,8 @@ export async function createTemplate(
   acc: TestAccount,
   body: string,
   review: 'approved' | 'rejected' | null,
+  name = `tpl_${randomBytes(5).toString('hex')}`,
 ): Promise<{ id: string; name: string }> {
-  const name = `tpl_${randomBytes(5).toString('hex')}`;
   const res = await acc.call({ method: 'POST', url: '/v1/templates', payload: { name, body } });
   expectStatus(res, 201);
   if (review) await reviewTemplate(acc, res.json().id, review);

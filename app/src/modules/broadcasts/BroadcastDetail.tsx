@@ -2,7 +2,7 @@ import './broadcasts.css';
 import { useState } from 'preact/hooks';
 import { api, data } from '../../api/client.js';
 import { keys } from '../../api/keys.js';
-import type { Contact } from '../../api/types.js';
+import type { Contact, Template } from '../../api/types.js';
 import { useQuery } from '../../lib/query.js';
 import { onLinkClick } from '../../lib/router.js';
 import { currentSession } from '../session/session.js';
@@ -20,6 +20,7 @@ import {
   type RecipientStatus,
 } from './broadcasts-data.js';
 import { fullTime } from '../../lib/format.js';
+import { renderPreview } from '../../lib/template-body.js';
 import { ConfirmDialog } from '../../ui/ConfirmDialog.js';
 import { Pager } from '../../ui/Pager.js';
 
@@ -65,12 +66,6 @@ export function BroadcastDetail({ id }: { id: string }) {
       </div>
     );
   const b = broadcast.data;
-  const message =
-    b.message.type === 'text'
-      ? b.message.content
-      : `Template ${b.message.template_name}${
-          b.message.template_params?.length ? ` (${b.message.template_params.join(', ')})` : ''
-        }`;
   return (
     <div class="bc-page">
       {back}
@@ -96,7 +91,16 @@ export function BroadcastDetail({ id }: { id: string }) {
         </div>
         <div>
           <dt>Message</dt>
-          <dd>{message}</dd>
+          <dd>
+            {b.message.type === 'text' ? (
+              b.message.content
+            ) : (
+              <TemplateMessage
+                name={b.message.template_name ?? ''}
+                params={b.message.template_params ?? []}
+              />
+            )}
+          </dd>
         </div>
         <div>
           <dt>{b.scheduled_at ? 'Scheduled for' : 'Created'}</dt>
@@ -135,6 +139,33 @@ export function BroadcastDetail({ id }: { id: string }) {
         </ConfirmDialog>
       )}
     </div>
+  );
+}
+
+/**
+ * A template message: the template's name, and its text with the broadcast's parameters as the
+ * recipients read it. The template is looked up by name among the account's (the list Settings ›
+ * Templates reads, from the same cache); one deleted since, or past the first 100, shows its
+ * parameters instead.
+ */
+function TemplateMessage({ name, params }: { name: string; params: string[] }) {
+  const templates = useQuery<Template[]>({
+    queryKey: keys.templateList('all'),
+    queryFn: async ({ signal }) =>
+      (await data(api.GET('/v1/templates', { params: { query: { limit: 100 } }, signal }))).data,
+  });
+  const template = templates.data?.find((t) => t.name === name);
+  return (
+    <>
+      <span class="bc-template">
+        Template <span class="bc-template-name">{name}</span>
+      </span>
+      {template ? (
+        <span class="bc-message-text">{renderPreview(template.body, params)}</span>
+      ) : (
+        params.length > 0 && <span class="bc-message-text">Parameters: {params.join(', ')}</span>
+      )}
+    </>
   );
 }
 
