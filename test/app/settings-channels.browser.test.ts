@@ -1,12 +1,13 @@
 // Settings › Channels in Chromium: an admin connects webchat, copies the embed snippet, and a
 // page of another site embedding exactly that snippet shows the widget; an admin connects
-// WhatsApp against the fake Graph, a refusal quoted next to the field it concerns.
+// WhatsApp, Messenger and Instagram against the fake Graph, a refusal quoted next to the field it
+// concerns; a connection whose token Graph later refuses shows the `error` state and the reason.
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FakeGraph } from '../fake-graph/server.js';
+import { FakeGraph, META_ERRORS } from '../fake-graph/server.js';
 import { newAccount, startTestApp, type TestApp } from '../helpers.js';
 import { launchChromium } from '../webchat/browser.js';
 import {
@@ -26,6 +27,21 @@ const WA = {
   phone_number_id: '106540352242922',
   business_account_id: '102290129340398',
   access_token: `EAAWA${randomBytes(24).toString('hex')}`,
+  app_secret: randomBytes(24).toString('hex'),
+};
+
+/** The Facebook Page of Messenger, and another Page linked to an Instagram professional account. */
+const PAGE = {
+  id: '104838229107721',
+  name: 'Shop Example',
+  token: `EAAPG${randomBytes(24).toString('hex')}`,
+  app_secret: randomBytes(24).toString('hex'),
+};
+const IG = {
+  page_id: '109914571236654',
+  name: 'Shop Example Instagram',
+  instagram_account_id: '17841405822304914',
+  token: `EAAIG${randomBytes(24).toString('hex')}`,
   app_secret: randomBytes(24).toString('hex'),
 };
 
@@ -62,6 +78,13 @@ describe.skipIf(!RUN_BROWSER)('Settings › Channels', () => {
       display_phone_number: '+1 555-010-4477',
       verified_name: 'Shop Example',
       business_account_id: WA.business_account_id,
+    });
+    graph.addPage({ id: PAGE.id, token: PAGE.token, name: PAGE.name });
+    graph.addPage({
+      id: IG.page_id,
+      token: IG.token,
+      name: IG.name,
+      instagram_account_id: IG.instagram_account_id,
     });
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
@@ -242,6 +265,154 @@ describe.skipIf(!RUN_BROWSER)('Settings › Channels', () => {
           .getByRole('button', { name: 'Disconnect' })
           .click();
         await card.getByRole('button', { name: 'Connect WhatsApp', exact: true }).waitFor();
+      } finally {
+        await context.close();
+      }
+    },
+  );
+
+  it(
+    'an admin connects Messenger; a refusal of its token later shows as the error, until reconnected',
+    { timeout: 120_000 },
+    async () => {
+      const { acc, page, context } = await admin();
+      try {
+        await page.goto(`${app.base}/app/settings/channels`);
+        const card = page.getByRole('region', { name: 'Messenger' });
+        await card.getByText('Not connected', { exact: true }).waitFor();
+        await card.getByRole('button', { name: 'Connect Messenger' }).click();
+        const form = card.getByRole('form', { name: 'Connect Messenger' });
+        await form.getByRole('textbox', { name: 'Page ID' }).fill(PAGE.id);
+        await form.getByLabel('Page access token').fill(PAGE.token);
+        await form.getByLabel('App secret').fill(PAGE.app_secret);
+        expect(await axeViolations(page)).toEqual([]);
+        await form.getByRole('button', { name: 'Save Messenger connection' }).click();
+        await card.getByText('Connected', { exact: true }).waitFor();
+        // What Graph said of the Page, and what to paste into Meta's dashboard.
+        await card.getByText(PAGE.name, { exact: true }).waitFor();
+        const c = (await acc.call({ method: 'GET', url: '/v1/channels/messenger' })).json();
+        expect(c).toMatchObject({
+          provider: 'messenger',
+          status: 'active',
+          settings: { page_id: PAGE.id, page_name: PAGE.name },
+        });
+        expect(await card.getByRole('textbox', { name: 'Callback URL' }).inputValue()).toBe(
+          c.webhook_url,
+        );
+        expect(await card.getByRole('textbox', { name: 'Verify token' }).inputValue()).toBe(
+          c.verify_token,
+        );
+        // Checked with Graph, with the token given, before it was kept.
+        expect(graph.last({ method: 'GET', resource: PAGE.id })?.token).toBe(PAGE.token);
+        expect(await page.content()).not.toContain(PAGE.token);
+        expect(await page.content()).not.toContain(PAGE.app_secret);
+        expect(await axeViolations(page)).toEqual([]);
+        if (SHOTS) {
+          await card.scrollIntoViewIfNeeded();
+          await page.screenshot({ path: `${SHOTS}settings-channels-messenger.png` });
+        }
+
+        // A send finds the token expired: the connection shows Graph's words once read again.
+        const provider = await app.t.services.resolver.resolve(acc.accountId, 'messenger');
+        graph.failNext(
+          { method: 'POST', resource: `${PAGE.id}/messages` },
+          1,
+          META_ERRORS.expiredToken,
+        );
+        const outcome = await provider.send({
+          accountId: acc.accountId,
+          messageId: 'msg_refused_token',
+          channel: 'messenger',
+          to: { contactId: 'con_refused_token', phone: null, identity: '7012345678901234' },
+          type: 'text',
+          content: 'Your order has shipped.',
+          template: null,
+          media: null,
+        });
+        expect(outcome).toMatchObject({ status: 'failed' });
+        await page.reload();
+        await card.getByText('Error', { exact: true }).waitFor();
+        const reason = card.getByText('The provider refused the credentials');
+        await reason.waitFor();
+        expect(await reason.textContent()).toContain(
+          'Error validating access token: Session has expired',
+        );
+        expect(
+          (await acc.call({ method: 'GET', url: '/v1/channels/messenger' })).json(),
+        ).toMatchObject({ status: 'error', error: expect.stringContaining('Session has expired') });
+        expect(await axeViolations(page)).toEqual([]);
+        if (SHOTS) {
+          await card.scrollIntoViewIfNeeded();
+          await page.screenshot({ path: `${SHOTS}settings-channels-error.png` });
+        }
+
+        // Connected again with a working token: the error is gone.
+        await card.getByRole('button', { name: 'Change Messenger credentials' }).click();
+        await form.getByLabel('Page access token').fill(PAGE.token);
+        await form.getByLabel('App secret').fill(PAGE.app_secret);
+        await form.getByRole('button', { name: 'Save Messenger connection' }).click();
+        await card.getByText('Connected', { exact: true }).waitFor();
+        expect(await reason.count()).toBe(0);
+      } finally {
+        await context.close();
+      }
+    },
+  );
+
+  it(
+    'an admin connects Instagram; a Page linked to another account is refused next to that field',
+    { timeout: 120_000 },
+    async () => {
+      const { acc, page, context } = await admin();
+      try {
+        await page.goto(`${app.base}/app/settings/channels`);
+        const card = page.getByRole('region', { name: 'Instagram' });
+        await card.getByRole('button', { name: 'Connect Instagram' }).click();
+        const form = card.getByRole('form', { name: 'Connect Instagram' });
+        await form.getByRole('textbox', { name: 'Page ID' }).fill(IG.page_id);
+        await form.getByRole('textbox', { name: 'Instagram account ID' }).fill('17841400000000001');
+        await form.getByLabel('Page access token').fill(IG.token);
+        await form.getByLabel('App secret').fill(IG.app_secret);
+        await form.getByRole('button', { name: 'Save Instagram connection' }).click();
+        const refusal = form.locator('#instagram-instagram_account_id-error');
+        await refusal.waitFor();
+        expect(await refusal.textContent()).toContain(IG.instagram_account_id);
+        expect(
+          await form
+            .getByRole('textbox', { name: 'Instagram account ID' })
+            .getAttribute('aria-invalid'),
+        ).toBe('true');
+        expect(await axeViolations(page)).toEqual([]);
+        expect(
+          (await acc.call({ method: 'GET', url: '/v1/channels/instagram' })).json().id,
+        ).toBeNull();
+
+        await form
+          .getByRole('textbox', { name: 'Instagram account ID' })
+          .fill(IG.instagram_account_id);
+        await form.getByRole('button', { name: 'Save Instagram connection' }).click();
+        await card.getByText('Connected', { exact: true }).waitFor();
+        await card.getByText(IG.name, { exact: true }).waitFor();
+        await card.getByText(IG.instagram_account_id, { exact: true }).waitFor();
+        const c = (await acc.call({ method: 'GET', url: '/v1/channels/instagram' })).json();
+        expect(c).toMatchObject({
+          provider: 'instagram',
+          status: 'active',
+          settings: {
+            page_id: IG.page_id,
+            instagram_account_id: IG.instagram_account_id,
+            page_name: IG.name,
+          },
+        });
+        expect(await card.getByRole('textbox', { name: 'Callback URL' }).inputValue()).toBe(
+          c.webhook_url,
+        );
+        expect(await page.content()).not.toContain(IG.token);
+        expect(await axeViolations(page)).toEqual([]);
+        if (SHOTS) {
+          await card.scrollIntoViewIfNeeded();
+          await page.screenshot({ path: `${SHOTS}settings-channels-instagram.png` });
+        }
       } finally {
         await context.close();
       }

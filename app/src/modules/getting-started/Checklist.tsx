@@ -1,5 +1,9 @@
-import { onLinkClick } from '../../lib/router.js';
+import { errorText } from '../../api/errors.js';
+import type { Channel } from '../../api/types.js';
+import { useAction } from '../../lib/query.js';
+import { navigate, onLinkClick } from '../../lib/router.js';
 import type { Checklist as Model } from './checklist.js';
+import { trySandbox } from './sandbox.js';
 import './getting-started.css';
 
 /** The steps, each with whether it is done and a link to where it is done. */
@@ -17,10 +21,43 @@ export function ChecklistSteps({ checklist }: { checklist: Model }) {
             </a>
             <span class={`pill ${s.done ? 'done' : ''}`}>{s.done ? 'Done' : 'Not done'}</span>
             <p class="hint">{s.description}</p>
+            {s.id === 'channel' && !s.done && checklist.sandbox && (
+              <TrySandbox channel={checklist.sandbox} />
+            )}
           </div>
         </li>
       ))}
     </ol>
+  );
+}
+
+const CHANNEL_NAMES: Record<Channel, string> = {
+  whatsapp: 'WhatsApp',
+  instagram: 'Instagram',
+  messenger: 'Messenger',
+  webchat: 'Website chat',
+};
+
+/** "Try the sandbox": a sample customer writes in, and the admin lands in that conversation. */
+function TrySandbox({ channel }: { channel: Channel }) {
+  const start = useAction(async () => navigate(`/conversations/${await trySandbox(channel)}`));
+  return (
+    <div class="step-action">
+      <button
+        type="button"
+        class="button small"
+        disabled={start.pending}
+        aria-describedby="try-sandbox-hint"
+        onClick={() => void start.run()}
+      >
+        Try the sandbox
+      </button>
+      <span id="try-sandbox-hint" class="muted small">
+        A sample customer writes in on {CHANNEL_NAMES[channel]} (simulated); you answer in the
+        inbox.
+      </span>
+      {start.error && <p role="alert">{errorText(start.error)}</p>}
+    </div>
   );
 }
 

@@ -5,8 +5,10 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, data } from '../../api/client.js';
 import { keys } from '../../api/keys.js';
+import type { Channel } from '../../api/types.js';
 import { useQuery } from '../../lib/query.js';
 import { currentSession } from '../session/session.js';
+import { onSandbox } from './sandbox.js';
 
 export type StepId = 'channel' | 'widget' | 'invite' | 'message' | 'webhook';
 
@@ -81,8 +83,18 @@ function save(saved: Saved): void {
   }
 }
 
+/** The Meta channels, in the order GET /v1/channels lists them (the sandbox tries the first). */
+const META_CHANNELS = new Set<Channel>(['whatsapp', 'instagram', 'messenger']);
+
+interface Progress {
+  loading: boolean;
+  done: Set<StepId>;
+  /** A Meta channel the sandbox serves now (the first), where "Try the sandbox" writes in. */
+  sandbox: Channel | null;
+}
+
 /** What the API says is done now (a read each, refetched whenever the checklist shows). */
-function useProgress(enabled: boolean): { loading: boolean; done: Set<StepId> } {
+function useProgress(enabled: boolean): Progress {
   const fresh = { enabled, staleTime: 0 };
   const channels = useQuery({
     ...fresh,
@@ -115,8 +127,16 @@ function useProgress(enabled: boolean): { loading: boolean; done: Set<StepId> } 
   });
   const done = new Set<StepId>();
   const connected = (channels.data ?? []).filter((c) => c.id !== null && c.status === 'active');
-  // Trying the sandbox makes a conversation: that counts as a channel tried.
-  if (connected.some((c) => c.channel !== 'webchat') || (conversations.data ?? []).length > 0)
+  const sandboxed = (channels.data ?? []).filter(
+    (c) => META_CHANNELS.has(c.channel) && onSandbox(c),
+  );
+  const onSandboxNow = new Set(sandboxed.map((c) => c.channel));
+  // Connected for real, or tried: a conversation on a channel the sandbox serves (one the
+  // sandbox's sample customer, or a script through POST /v1/sandbox/inbound, started).
+  if (
+    connected.some((c) => c.channel !== 'webchat') ||
+    (conversations.data ?? []).some((c) => onSandboxNow.has(c.channel))
+  )
     done.add('channel');
   if (connected.some((c) => c.channel === 'webchat')) done.add('widget');
   if ((users.data ?? 0) > 1) done.add('invite');
@@ -124,7 +144,7 @@ function useProgress(enabled: boolean): { loading: boolean; done: Set<StepId> } 
     done.add('message');
   if ((webhooks.data ?? 0) > 0) done.add('webhook');
   const loading = [channels, users, webhooks, conversations].some((q) => q.isPending);
-  return { loading, done };
+  return { loading, done, sandbox: sandboxed[0]?.channel ?? null };
 }
 
 export interface Checklist {
@@ -135,6 +155,8 @@ export interface Checklist {
   doneCount: number;
   allDone: boolean;
   dismissed: boolean;
+  /** Where "Try the sandbox" writes in; null when no Meta channel is on the sandbox. */
+  sandbox: Channel | null;
   dismiss: () => void;
   restore: () => void;
 }
@@ -169,6 +191,7 @@ export function useChecklist(where: 'inbox' | 'page'): Checklist {
     doneCount,
     allDone: doneCount === steps.length,
     dismissed: saved.dismissed,
+    sandbox: progress.sandbox,
     dismiss: () => update(true),
     restore: () => update(false),
   };

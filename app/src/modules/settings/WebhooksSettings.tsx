@@ -5,11 +5,11 @@ import { useQuery } from '../../lib/query.js';
 import { onLinkClick } from '../../lib/router.js';
 import { Dialog } from '../../ui/Dialog.js';
 import { CopyButton } from '../../ui/Copy.js';
+import { EventsFieldset, eventsError } from './webhooks/EventsFieldset.js';
 import { WebhookDetail } from './webhooks/WebhookDetail.js';
 import {
   createWebhook,
   listWebhooks,
-  WEBHOOK_EVENTS,
   type WebhookEvent,
   type WebhookWithSecret,
 } from './webhooks/webhooks-data.js';
@@ -110,13 +110,6 @@ function WebhookForm(props: { onCancel: () => void; onCreated: (w: WebhookWithSe
       setSaving(false);
     }
   };
-  const toggle = (ev: WebhookEvent, on: boolean) => {
-    const next = new Set(events);
-    if (on) next.add(ev);
-    else next.delete(ev);
-    setEvents(next);
-  };
-  const eventsError = Object.entries(errors).find(([f]) => f.startsWith('events'))?.[1];
   return (
     <form class="panel stack" onSubmit={(e) => void submit(e)} aria-label="New webhook">
       <h2>New webhook</h2>
@@ -136,20 +129,12 @@ function WebhookForm(props: { onCancel: () => void; onCreated: (w: WebhookWithSe
           </span>
         )}
       </label>
-      <fieldset class="events">
-        <legend>Events to send</legend>
-        {WEBHOOK_EVENTS.map((ev) => (
-          <label key={ev} class="check">
-            <input
-              type="checkbox"
-              checked={events.has(ev)}
-              onChange={(e) => toggle(ev, e.currentTarget.checked)}
-            />{' '}
-            {ev}
-          </label>
-        ))}
-        {eventsError && <p class="error-text">{eventsError}</p>}
-      </fieldset>
+      <EventsFieldset
+        events={events}
+        onChange={setEvents}
+        error={eventsError(errors)}
+        errorId="webhook-events-error"
+      />
       {errors[''] && <p role="alert">{errors['']}</p>}
       <div class="form-actions">
         <button type="submit" class="button primary" disabled={saving || events.size === 0}>

@@ -1,24 +1,25 @@
 import { useState } from 'preact/hooks';
+import { fieldErrors } from '../../../api/errors.js';
 import { keys } from '../../../api/keys.js';
 import { fullTime } from '../../../lib/format.js';
 import { useAction, useQuery } from '../../../lib/query.js';
 import { navigate, onLinkClick } from '../../../lib/router.js';
 import { ConfirmDialog } from '../../../ui/ConfirmDialog.js';
+import { DeliveryLog } from './DeliveryLog.js';
+import { EventsFieldset, eventsError } from './EventsFieldset.js';
 import {
   deleteWebhook,
   getWebhook,
-  listDeliveries,
-  redeliver,
   sendTestEvent,
-  setStatus,
-  type DeliveryAttempt,
+  updateWebhook,
   type Webhook,
+  type WebhookEvent,
 } from './webhooks-data.js';
 
-/** While the page is open, its delivery log is read again this often (attempts happen in workers). */
-const LOG_REFRESH_MS = 3_000;
-
-/** One webhook: its state, "Send test event", enable/disable, delete, and its delivery log. */
+/**
+ * One webhook: its state, "Edit events", "Send test event", enable/disable, delete, and its
+ * delivery log.
+ */
 export function WebhookDetail({ id }: { id: string }) {
   const hook = useQuery({
     queryKey: keys.webhook(id),
@@ -58,9 +59,16 @@ function WebhookHead({ webhook }: { webhook: Webhook }) {
     const { event_id } = await sendTestEvent(webhook.id);
     setSaid(`Test event ${event_id} queued.`);
   });
-  const toggle = useAction(() =>
-    setStatus(webhook.id, webhook.status === 'active' ? 'disabled' : 'active'),
-  );
+  const [editing, setEditing] = useState(false);
+  const toggle = useAction(async () => {
+    const next = webhook.status === 'active' ? 'disabled' : 'active';
+    await updateWebhook(webhook.id, { status: next });
+    setSaid(
+      next === 'active'
+        ? 'Webhook enabled: new events are sent to it.'
+        : 'Webhook disabled: nothing more is sent to it, queued retries included.',
+    );
+  });
   const remove = async () => {
     await deleteWebhook(webhook.id);
     navigate('/settings/webhooks');
@@ -89,7 +97,22 @@ function WebhookHead({ webhook }: { webhook: Webhook }) {
           <dd>{fullTime(webhook.created_at)}</dd>
         </div>
       </dl>
+      {editing && (
+        <EventsForm
+          webhook={webhook}
+          onDone={() => {
+            setEditing(false);
+            setSaid('Events saved.');
+          }}
+          onCancel={() => setEditing(false)}
+        />
+      )}
       <div class="form-actions">
+        {!editing && (
+          <button type="button" class="button" onClick={() => setEditing(true)}>
+            Edit events
+          </button>
+        )}
         <button
           type="button"
           class="button primary"
@@ -131,104 +154,43 @@ function WebhookHead({ webhook }: { webhook: Webhook }) {
   );
 }
 
-function DeliveryLog({ webhook }: { webhook: Webhook }) {
-  const log = useQuery({
-    queryKey: keys.deliveries(webhook.id),
-    queryFn: ({ signal }) => listDeliveries(webhook.id, signal),
-    refetchInterval: LOG_REFRESH_MS,
-  });
-  const [said, setSaid] = useState('');
-  const again = useAction(async (a: DeliveryAttempt) => {
-    setSaid('');
-    await redeliver(webhook.id, a.id);
-    setSaid(`${a.event} ${a.event_id} queued for redelivery.`);
-  });
+/** "Edit events": the same checklist as a new webhook's, saved with PATCH /v1/webhooks/{id}. */
+function EventsForm(props: { webhook: Webhook; onDone: () => void; onCancel: () => void }) {
+  const [events, setEvents] = useState<Set<WebhookEvent>>(() => new Set(props.webhook.events));
+  const [errors, setErrors] = useState<Record<string, string>>({});
+  const [saving, setSaving] = useState(false);
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    setSaving(true);
+    setErrors({});
+    try {
+      await updateWebhook(props.webhook.id, { events: [...events] });
+      props.onDone();
+    } catch (err) {
+      setErrors(fieldErrors(err));
+    } finally {
+      setSaving(false);
+    }
+  };
   return (
-    <section class="stack" aria-labelledby="delivery-log-title">
-      <h2 id="delivery-log-title">Delivery log</h2>
-      <p role="status" class="hint">
-        {said}
-      </p>
-      {again.error && <p role="alert">{again.error.message}</p>}
-      {log.isError ? (
-        <p role="alert">The delivery log could not be loaded: {log.error.message}</p>
-      ) : !log.data ? (
-        <p class="muted">Loading deliveries…</p>
-      ) : log.data.data.length === 0 ? (
-        <p class="muted">No deliveries yet. "Send test event" sends one now.</p>
-      ) : (
-        <div class="table-scroll">
-          <table class="settings-table deliveries" aria-labelledby="delivery-log-title">
-            <thead>
-              <tr>
-                <th scope="col">Time</th>
-                <th scope="col">Event</th>
-                <th scope="col">Attempt</th>
-                <th scope="col">Status</th>
-                <th scope="col">Duration</th>
-                <th scope="col">Response</th>
-                <th scope="col">Next retry</th>
-                <th scope="col">
-                  <span class="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {log.data.data.map((a) => (
-                <AttemptRow
-                  key={a.id}
-                  attempt={a}
-                  disabled={again.pending || webhook.status !== 'active'}
-                  onRedeliver={() => void again.run(a)}
-                />
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
-    </section>
-  );
-}
-
-function AttemptRow(props: {
-  attempt: DeliveryAttempt;
-  disabled: boolean;
-  onRedeliver: () => void;
-}) {
-  const a = props.attempt;
-  const ok = a.status_code !== null && a.status_code >= 200 && a.status_code < 300;
-  return (
-    <tr>
-      <td>{fullTime(a.created_at)}</td>
-      <td>
-        <code>{a.event}</code>
-        <div class="hint mono">{a.event_id}</div>
-      </td>
-      <td>{a.attempt}</td>
-      <td>
-        <span class={`state ${ok ? 'active' : 'failed'}`}>{a.status_code ?? 'No answer'}</span>
-        {a.error && <div class="hint">{a.error}</div>}
-      </td>
-      <td>{a.duration_ms} ms</td>
-      <td>
-        {a.response_excerpt ? (
-          <pre class="excerpt">{a.response_excerpt}</pre>
-        ) : (
-          <span class="muted">—</span>
-        )}
-      </td>
-      <td>{a.next_attempt_at ? fullTime(a.next_attempt_at) : <span class="muted">—</span>}</td>
-      <td>
-        <button
-          type="button"
-          class="button ghost small"
-          disabled={props.disabled}
-          aria-label={`Redeliver ${a.event} (attempt ${a.attempt})`}
-          onClick={props.onRedeliver}
-        >
-          Redeliver
+    <form class="panel stack" aria-label="Webhook events" onSubmit={(e) => void submit(e)}>
+      <h2>Events</h2>
+      <EventsFieldset
+        events={events}
+        onChange={setEvents}
+        error={eventsError(errors)}
+        errorId="webhook-edit-events-error"
+      />
+      {errors[''] && <p role="alert">{errors['']}</p>}
+      <p class="hint">Events already queued for this webhook are still sent.</p>
+      <div class="form-actions">
+        <button type="submit" class="button primary" disabled={saving || events.size === 0}>
+          Save events
         </button>
-      </td>
-    </tr>
+        <button type="button" class="button ghost" onClick={props.onCancel}>
+          Cancel
+        </button>
+      </div>
+    </form>
   );
 }
