@@ -3,7 +3,7 @@ import { pathToFileURL } from 'node:url';
 import { loadConfig, ConfigError } from './config.js';
 import { applyHeapGrowth } from './runtime/heap-growth.js';
 import { startWorkerThread, type WorkerThread } from './runtime/thread-launcher.js';
-import { openStore, startService, type RunningService } from './server.js';
+import { APPLICATION_NAMES, openStore, startService, type RunningService } from './server.js';
 
 /**
  * `npm start`: the API and the workers on the configured (or embedded) PostgreSQL, until
@@ -34,10 +34,17 @@ export async function serve(
       process.exit(1);
     }
   }
-  const store = await openStore(config);
   // All in one: the workers on a thread of their own (see startWorkerThread), unless told not to.
   // It starts first, so that the API answers /readyz only once its workers run.
   const onThread = roles.api && roles.workers && config.workerThread;
+  const store = await openStore(config, undefined, {
+    applicationName:
+      roles.api && (onThread || !roles.workers)
+        ? APPLICATION_NAMES.api
+        : roles.api
+          ? APPLICATION_NAMES.both
+          : APPLICATION_NAMES.workers,
+  });
   let workers: WorkerThread | null = null;
   let running: RunningService;
   try {

@@ -33,8 +33,21 @@ export interface Store {
   directUrl: string;
   /** SECRETS_KEY, or the embedded default's generated key. */
   secretsKey: Buffer;
+  /** What pg_stat_activity shows for the process's connections (see APPLICATION_NAMES). */
+  applicationName?: string;
   close(): Promise<void>;
 }
+
+/**
+ * The names pg_stat_activity shows for a process's connections, by what runs on them: the API
+ * (alone, or beside its workers' thread), the background workers (a `worker` process, or the
+ * thread), or both on one event loop (WORKER_THREAD=false).
+ */
+export const APPLICATION_NAMES = {
+  api: 'switchboard-api',
+  workers: 'switchboard-workers',
+  both: 'switchboard',
+} as const;
 
 const START_FIRST =
   'start the service first (switchboard serve), or pass --url to work through a running one';
@@ -49,7 +62,11 @@ const START_FIRST =
 export async function openStore(
   config: Config,
   log: (line: string) => void = () => undefined,
-  opts: { existing?: boolean } = {},
+  opts: {
+    existing?: boolean;
+    /** What pg_stat_activity shows for the store's connections (see createDb). */
+    applicationName?: string;
+  } = {},
 ): Promise<Store> {
   let embedded: EmbeddedPostgres | null = null;
   let url = config.databaseUrl;
@@ -60,10 +77,17 @@ export async function openStore(
     embedded = await startEmbeddedPostgres({ dataDir: config.dataDir, log });
     url = embedded.url;
   }
-  const db = createDb(url, { preparedStatements: config.databasePreparedStatements });
+  const db = createDb(url, {
+    preparedStatements: config.databasePreparedStatements,
+    applicationName: opts.applicationName,
+  });
   // The migrations take a lock for their whole run: on a session of their own, past any pooler.
   const direct = config.databaseDirectUrl
-    ? createDb(config.databaseDirectUrl, { max: 1, preparedStatements: false })
+    ? createDb(config.databaseDirectUrl, {
+        max: 1,
+        preparedStatements: false,
+        applicationName: opts.applicationName,
+      })
     : null;
   let secretsKey: Buffer;
   try {
@@ -90,6 +114,7 @@ export async function openStore(
     url,
     directUrl: config.databaseDirectUrl ?? url,
     secretsKey,
+    applicationName: opts.applicationName,
     close: async () => {
       await db.destroy();
       await embedded?.stop();
@@ -171,7 +196,7 @@ export async function startService(
   // connection of their own (the shared one listens for an API's caches and streams only).
   const interactive =
     roles.workers && config.backgroundYieldMs > 0
-      ? new Notifications({ url: store.directUrl, log })
+      ? new Notifications({ url: store.directUrl, log, applicationName: store.applicationName })
       : null;
   interactive?.subscribe({ channel: INTERACTIVE_CHANNEL }, services.gate.listener);
   await interactive?.start();
@@ -267,6 +292,7 @@ async function buildHttp(
     clock: systemClock,
     // LISTEN needs a session of its own: never through a pooler in transaction mode.
     eventFeedUrl: config.readCache ? store.directUrl : null,
+    eventFeedName: store.applicationName,
   });
   logTo.app = app.log;
   return { app, services, rateLimiter };

@@ -126,6 +126,8 @@ export interface AppDeps extends LogDeps {
    * one, the caches stay off and open streams poll every second.
    */
   eventFeedUrl?: string | null;
+  /** What pg_stat_activity shows for that listening connection (see createDb). */
+  eventFeedName?: string;
   /** Keep-alive interval and caps of the live event streams (tests). */
   eventStreams?: EventStreamLimits;
   /** The webchat visitor endpoints' rate limits (tests; defaults otherwise). */
@@ -141,7 +143,11 @@ export function buildServices(deps: Omit<AppDeps, 'rateLimiter'>) {
   const jobs = new JobQueue(clock);
   const usersRepo = new UsersRepository(db);
   // One listening connection per process: the read caches', event streams', presence's, widget's.
-  const notifications = new Notifications({ url: deps.eventFeedUrl ?? null, log });
+  const notifications = new Notifications({
+    url: deps.eventFeedUrl ?? null,
+    log,
+    applicationName: deps.eventFeedName,
+  });
   const presence = new Presence({ db, notifications });
   // Interactive sends first: broadcasts yield to API sends in any process (see BackgroundGate).
   const gate = new BackgroundGate({

@@ -2,7 +2,7 @@
 // workers on the store the main thread opened and migrated, until the main thread says stop.
 import { parentPort, workerData } from 'node:worker_threads';
 import { createDb } from './db/database.js';
-import { startService } from './server.js';
+import { APPLICATION_NAMES, startService } from './server.js';
 import type { FromThread, ToThread, WorkerThreadData } from './runtime/thread-launcher.js';
 
 const data = workerData as WorkerThreadData;
@@ -14,12 +14,16 @@ const config = {
   databaseUrl: data.databaseUrl,
   secretsKey: Buffer.from(data.secretsKeyHex, 'hex'),
 };
-const db = createDb(data.databaseUrl, { preparedStatements: config.databasePreparedStatements });
+const db = createDb(data.databaseUrl, {
+  preparedStatements: config.databasePreparedStatements,
+  applicationName: APPLICATION_NAMES.workers,
+});
 const store = {
   db,
   url: data.databaseUrl,
   directUrl: data.databaseDirectUrl,
   secretsKey: config.secretsKey,
+  applicationName: APPLICATION_NAMES.workers,
   close: () => db.destroy(),
 };
 const service = await startService(

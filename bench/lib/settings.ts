@@ -72,6 +72,12 @@ export interface Settings {
    * smaller audience while iterating.
    */
   broadcastTag: string;
+  /**
+   * broadcast-million suite: sample what the database's sessions wait on, before and during the
+   * broadcast, with the WAL and checkpoint counters' change (BENCH_PG_WAITS=1; off by default,
+   * as the sampling itself takes a little of the database).
+   */
+  pgWaits: boolean;
   /** Another checkout whose built service runs instead of this one's (BENCH_SERVICE_ROOT). */
   serviceRoot: string | null;
   /** webhooks and broadcasts suites: bound on waiting for deliveries / the fan-out (BENCH_WAIT_TIMEOUT, s, 900). */
@@ -129,6 +135,7 @@ export function loadSettings(env: Env = process.env): Settings {
     broadcastReadRate: readInt(env, 'BENCH_BROADCAST_READ_RATE', 0, 0, 1_000_000),
     broadcastWorkers: readInt(env, 'BENCH_BROADCAST_WORKERS', 0, 0, 8),
     broadcastTag: env.BENCH_BROADCAST_TAG || 'subscribers',
+    pgWaits: readInt(env, 'BENCH_PG_WAITS', 0, 0, 1) === 1,
     searchContacts: readInt(env, 'BENCH_SEARCH_CONTACTS', 1_000_000, 1, 10_000_000),
     waitTimeoutS: readInt(env, 'BENCH_WAIT_TIMEOUT', 900, 10, 7200),
     whatsappContacts: readInt(env, 'BENCH_WHATSAPP_CONTACTS', 100_000, 1, 5_000_000),

@@ -2,6 +2,7 @@ import { AUDIENCE_TAG, BIG_COUNT, BIG_NAME, MEDIUM_NAME } from '../contacts/data
 import { delay } from '../lib/child.js';
 import { CpuMeter, type CpuShares } from '../lib/cpu.js';
 import { openPool } from '../lib/db.js';
+import { PgWaits, walCounters, walLine } from '../lib/pg-waits.js';
 import { expectJson, requestJson, stringField } from '../lib/http.js';
 import { fmt, fmtInt, formatTable, percentile } from '../lib/report.js';
 import { RssSampler } from '../lib/rss.js';
@@ -204,15 +205,23 @@ export const broadcastMillionSuite: Suite = {
     const sends = new PacedSends(service.url, other, contacts);
     sends.start();
     ctx.defer(() => sends.stop());
+    // What the database's sessions wait on (BENCH_PG_WAITS), on a connection of its own.
+    const waitsPool = settings.pgWaits ? openPool(await service.databaseUrl()) : null;
+    if (waitsPool) ctx.defer(() => waitsPool.end());
+    const waits = waitsPool ? new PgWaits(waitsPool) : null;
     await delay(2_000); // the first sends open their connections
     const baselineFrom = performance.now();
     await cpu.start();
+    waits?.start();
     await delay(BASELINE_S * 1000);
     const cpuIdle = await cpu.stop();
+    const waitsIdle = waits?.stop();
     await graph.reset();
 
+    const walFrom = waitsPool ? await walCounters(waitsPool) : null;
     const created = performance.now();
     await cpu.start();
+    waits?.start();
     const broadcast = await createTemplateBroadcast(service.url, big.apiKey, {
       name: 'Bench broadcast to a million',
       tag,
@@ -255,6 +264,8 @@ export const broadcastMillionSuite: Suite = {
     }
     const done = performance.now();
     const cpuBusy = await cpu.stop();
+    const waitsBusy = waits?.stop();
+    const walTo = waitsPool ? await walCounters(waitsPool) : null;
     await sends.stop();
     for (const s of samplers) await s.sampler.stop();
 
@@ -338,6 +349,12 @@ export const broadcastMillionSuite: Suite = {
         `${cpuLine(cpuBusy)} (this machine has the cores machineInfo names; PostgreSQL is every ` +
         "process named postgres on it; the harness's own share is the rest)",
     );
+    if (waitsIdle && waitsBusy) {
+      ctx.log('');
+      ctx.log(`The database before the broadcast: ${PgWaits.format(waitsIdle).join('\n')}`);
+      ctx.log(`The database during it: ${PgWaits.format(waitsBusy).join('\n')}`);
+      ctx.log(walLine(walFrom, walTo, n));
+    }
     if (!exact) throw new Error('the broadcast did not end with exact stats');
   },
 };

@@ -134,10 +134,20 @@ function preparingPool(pool: pg.Pool): PostgresPool {
 
 export function createDb(
   url: string,
-  opts: { max?: number; preparedStatements?: boolean; connectionTimeoutMs?: number } = {},
+  opts: {
+    max?: number;
+    preparedStatements?: boolean;
+    connectionTimeoutMs?: number;
+    /**
+     * What pg_stat_activity shows for these connections (`switchboard-api`, …), so that an
+     * operator tells the API's sessions from the workers'; one named in `url` wins.
+     */
+    applicationName?: string;
+  } = {},
 ): Db {
   const pool = new pg.Pool({
     connectionString: url,
+    application_name: opts.applicationName,
     max: opts.max ?? 20,
     // Without it a request waits forever for a connection while the database is unreachable
     // (a server that accepts no connections, a dropped network); with it the request fails

@@ -16,6 +16,8 @@ export interface NotificationsOptions {
   /** The database to listen on; null never listens (a pooler in transaction mode, tools). */
   url: string | null;
   log: Log;
+  /** What pg_stat_activity shows for the listening connection (see createDb). */
+  applicationName?: string;
   retryMs?: number;
   heartbeatMs?: number;
 }
@@ -143,6 +145,7 @@ export class Notifications {
       connectionString: url,
       connectionTimeoutMillis: 5_000,
       keepAlive: true,
+      application_name: this.opts.applicationName,
     });
     client.on('notification', (msg) => this.onNotification(msg.channel, msg.payload ?? ''));
     client.on('error', (err) => this.lost(client, err));

@@ -1,6 +1,7 @@
 // The all-in-one service (`switchboard serve`, `npm start`) runs its workers on a thread of their
 // own (WORKER_THREAD, on by default): they work every job as before, their counters show in the
 // API's /metrics, and the process stops cleanly with both.
+import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { randomPhone } from '../helpers.js';
 import { testDatabaseUrl } from '../database.js';
@@ -44,6 +45,26 @@ async function newAccountKey(base: string): Promise<string> {
     })
   ).json()) as { api_key: string };
   return key.api_key;
+}
+
+/**
+ * The application names of the sessions opened on this file's database since `since` (files of
+ * other test workers use databases of their own), the harness's own left out.
+ */
+async function sessionNames(since: Date): Promise<string[]> {
+  const client = new pg.Client({ connectionString: testDatabaseUrl() });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ name: string }>(
+      `SELECT DISTINCT application_name AS name FROM pg_stat_activity
+        WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_start >= $1
+        ORDER BY 1`,
+      [since],
+    );
+    return rows.map((r) => r.name);
+  } finally {
+    await client.end();
+  }
 }
 
 /** A broadcast to three new contacts, polled until the workers have sent it. */
@@ -100,6 +121,7 @@ describe('the all-in-one service', () => {
   };
 
   it('runs the workers on a thread of their own: jobs worked, counters in /metrics, clean stop', async () => {
+    const since = new Date();
     const p = await start();
     // One process, two threads: the workers' first, then the API's, whose line comes once it
     // listens (what a script waiting for "switchboard started" relies on).
@@ -118,12 +140,15 @@ describe('the all-in-one service', () => {
     expect(Number(sent?.[1])).toBeGreaterThanOrEqual(3);
     // The process-wide series appear once, not once per thread.
     expect(metrics.match(/^switchboard_process_resident_memory_bytes /gm)).toHaveLength(1);
+    // An operator tells the API's sessions from the workers' in pg_stat_activity.
+    expect(await sessionNames(since)).toEqual(['switchboard-api', 'switchboard-workers']);
 
     p.child.kill('SIGTERM');
     expect((await p.exited).code).toBe(0);
   });
 
   it('with WORKER_THREAD=false runs them on the API event loop, as before', async () => {
+    const since = new Date();
     const p = await start({ WORKER_THREAD: 'false' });
     await expect.poll(() => startedLines(p).length, { timeout: 20_000 }).toBe(1);
     expect(startedLines(p)[0]).toMatchObject({
@@ -132,6 +157,7 @@ describe('the all-in-one service', () => {
       workers: true,
     });
     await broadcastSent(p.base, await newAccountKey(p.base));
+    expect(await sessionNames(since)).toEqual(['switchboard']);
     p.child.kill('SIGTERM');
     expect((await p.exited).code).toBe(0);
   });
