@@ -59,7 +59,9 @@ describe.skipIf(!RUN_BROWSER)('a conversation in Chromium', () => {
     await expect
       .poll(() => log.getByRole('article', { name: 'Sent message' }).last().textContent())
       .toContain('Thanks, it ships today.\nTracking follows.');
-    expect(await reply.inputValue()).toBe('');
+    // The reply is cleared once the API accepts it, which may be after its message.created
+    // event has drawn it in the log.
+    await expect.poll(() => reply.inputValue()).toBe('');
     // Written through the session: the message carries its author.
     const sent = await acc.call({ method: 'GET', url: `/v1/conversations/${id}/messages` });
     expect(sent.json().data[0]).toMatchObject({
