@@ -51,6 +51,7 @@ import * as m037 from './migrations/037_webchat_vouched_by.js';
 import * as m038 from './migrations/038_contact_search.js';
 import * as m039 from './migrations/039_contact_channel_counts.js';
 import * as m040 from './migrations/040_send_in_flight.js';
+import * as m041 from './migrations/041_broadcast_index_writes.js';
 import {
   sealWebhookSecrets,
   type SealWebhookSecret,
@@ -228,6 +229,7 @@ const plainMigrations: Record<string, Migration> = {
   '038_contact_search': m038,
   '039_contact_channel_counts': m039,
   '040_send_in_flight': m040,
+  '041_broadcast_index_writes': m041,
 };
 
 /** Whether the database holds a store: the migrator's table exists (the first start made it). */

@@ -162,6 +162,32 @@ describe('inbox view plans', () => {
     }
   });
 
+  it("lists a user's conversations as a range of conversations_assigned, which holds only assigned ones", async () => {
+    const repo = new ConversationsRepository(db);
+    statements.length = 0;
+    const { rows } = await repo.list(
+      'acc_views',
+      { status: 'all', mine: 'usr_3' },
+      { page: 2, limit: 20 },
+    );
+    expect(rows).toHaveLength(20);
+    const page = statements.find((q) => q.sql.includes('limit'));
+    for (const mode of ['generic', 'custom'] as const) {
+      const pagePlan = await analyze(page!, mode);
+      expect(pagePlan).toContain('Index Scan using conversations_assigned');
+      expect(pagePlan).not.toContain('Rows Removed by Filter');
+    }
+    // A new conversation is unassigned: it costs this index no entry (migration 041).
+    const { rows: sizes } = await sql<{ entries: string }>`
+      SELECT count(*)::text AS entries FROM conversations
+      WHERE account_id = 'acc_views' AND assignee_id IS NOT NULL`.execute(db);
+    const { rows: stats } = await sql<{ tuples: string }>`
+      SELECT reltuples::bigint::text AS tuples FROM pg_class WHERE relname = 'conversations_assigned'`.execute(
+      db,
+    );
+    expect(Number(stats[0]!.tuples)).toBe(Number(sizes[0]!.entries));
+  });
+
   it('counts the open, the unassigned and the mine from their counters', async () => {
     const repo = new ConversationsRepository(db);
     statements.length = 0;
