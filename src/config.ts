@@ -51,6 +51,11 @@ export interface Config {
    * own (WORKER_THREAD, runtime/thread-launcher.ts), rather than on the API's event loop.
    */
   workerThread: boolean;
+  /**
+   * How many nice steps below the API the worker thread runs (WORKER_THREAD_NICE; Linux): under
+   * full CPU the API's requests run first and a broadcast takes what is left; 0: the same.
+   */
+  workerThreadNice: number;
   /** The largest CSV file `POST /v1/contacts/imports` takes (IMPORT_MAX_BYTES). */
   importMaxBytes: number;
   /** Where Meta's Graph API is (tests point it at a local fake), without a trailing slash. */
@@ -220,6 +225,7 @@ export function loadConfig(env: Env = process.env): Config {
     mediaMaxBytes: readInt(env, 'MEDIA_MAX_BYTES', 16 * 1024 * 1024, 1024, 100 * 1024 * 1024),
     heapGrowingPercent: readInt(env, 'HEAP_GROWING_PERCENT', 100, 0, 300),
     workerThread: readBool(env, 'WORKER_THREAD', true),
+    workerThreadNice: readInt(env, 'WORKER_THREAD_NICE', 10, 0, 19),
     importMaxBytes: readInt(
       env,
       'IMPORT_MAX_BYTES',

@@ -4,6 +4,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { createDb } from './db/database.js';
 import { APPLICATION_NAMES, startService } from './server.js';
 import type { FromThread, ToThread, WorkerThreadData } from './runtime/thread-launcher.js';
+import { lowerThreadPriority } from './runtime/thread-priority.js';
 
 const data = workerData as WorkerThreadData;
 const port = parentPort;
@@ -26,6 +27,8 @@ const store = {
   applicationName: APPLICATION_NAMES.workers,
   close: () => db.destroy(),
 };
+// Background work gives way to the API's requests when the cores are busy (WORKER_THREAD_NICE).
+const nice = lowerThreadPriority(config.workerThreadNice);
 const service = await startService(
   config,
   store,
@@ -54,4 +57,5 @@ port.on('message', (msg: ToThread) => {
       );
   }
 });
+if (nice !== null) service.log.info({ nice }, 'the worker thread runs below the API');
 post({ type: 'ready' });

@@ -1,6 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import type { MetricObjectWithValues, MetricValue } from 'prom-client';
 import type { Config } from '../config.js';
+import { startThreadPool } from './thread-priority.js';
 
 /** What the all-in-one service's worker thread is handed: the settings and the open store's. */
 export interface WorkerThreadData {
@@ -81,6 +82,8 @@ export function startWorkerThread(
     databaseDirectUrl: store.directUrl,
     secretsKeyHex: store.secretsKey.toString('hex'),
   };
+  // Made by this thread, the pool's threads keep the API's priority (see lowerThreadPriority).
+  startThreadPool();
   const worker = newWorker(entry, data);
   let stopping = false;
   let nextId = 0;

@@ -1,6 +1,7 @@
 // The all-in-one service (`switchboard serve`, `npm start`) runs its workers on a thread of their
 // own (WORKER_THREAD, on by default): they work every job as before, their counters show in the
 // API's /metrics, and the process stops cleanly with both.
+import { readdirSync, readFileSync } from 'node:fs';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { randomPhone } from '../helpers.js';
@@ -45,6 +46,18 @@ async function newAccountKey(base: string): Promise<string> {
     })
   ).json()) as { api_key: string };
   return key.api_key;
+}
+
+/** Each thread of process `pid` with its nice value (Linux: /proc/PID/task/TID/stat, field 19). */
+function threadNice(pid: number): Map<number, number> {
+  const nice = new Map<number, number>();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+    // The fields after the command's closing parenthesis; nice is the 19th field of the line.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    nice.set(Number(tid), Number(fields[16]));
+  }
+  return nice;
 }
 
 /**
@@ -142,6 +155,13 @@ describe('the all-in-one service', () => {
     expect(metrics.match(/^switchboard_process_resident_memory_bytes /gm)).toHaveLength(1);
     // An operator tells the API's sessions from the workers' in pg_stat_activity.
     expect(await sessionNames(since)).toEqual(['switchboard-api', 'switchboard-workers']);
+    // The workers' thread alone runs below the API (WORKER_THREAD_NICE, 10 by default); the
+    // main thread and the rest (libuv's pool, which the API uses too) keep their priority.
+    if (process.platform === 'linux') {
+      const nice = threadNice(p.child.pid!);
+      expect(nice.get(p.child.pid!)).toBe(0);
+      expect([...nice.values()].filter((n) => n !== 0)).toEqual([10]);
+    }
 
     p.child.kill('SIGTERM');
     expect((await p.exited).code).toBe(0);
@@ -158,6 +178,8 @@ describe('the all-in-one service', () => {
     });
     await broadcastSent(p.base, await newAccountKey(p.base));
     expect(await sessionNames(since)).toEqual(['switchboard']);
+    if (process.platform === 'linux')
+      expect([...threadNice(p.child.pid!).values()].filter((n) => n !== 0)).toEqual([]);
     p.child.kill('SIGTERM');
     expect((await p.exited).code).toBe(0);
   });
