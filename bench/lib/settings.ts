@@ -73,6 +73,12 @@ export interface Settings {
    */
   broadcastTag: string;
   /**
+   * broadcast-million suite: how long the other account's sends are timed alone before the
+   * broadcast (BENCH_BASELINE_SECONDS, 60): at 20 sends a second, 1,200 sends, whose p99 is the
+   * 12th slowest (20 s gave 400, and a p99 that moved from 14 to 20 ms between runs).
+   */
+  broadcastBaselineS: number;
+  /**
    * broadcast-million suite: sample what the database's sessions wait on, before and during the
    * broadcast, with the WAL and checkpoint counters' change (BENCH_PG_WAITS=1; off by default,
    * as the sampling itself takes a little of the database).
@@ -135,6 +141,7 @@ export function loadSettings(env: Env = process.env): Settings {
     broadcastReadRate: readInt(env, 'BENCH_BROADCAST_READ_RATE', 0, 0, 1_000_000),
     broadcastWorkers: readInt(env, 'BENCH_BROADCAST_WORKERS', 0, 0, 8),
     broadcastTag: env.BENCH_BROADCAST_TAG || 'subscribers',
+    broadcastBaselineS: readInt(env, 'BENCH_BASELINE_SECONDS', 60, 5, 600),
     pgWaits: readInt(env, 'BENCH_PG_WAITS', 0, 0, 1) === 1,
     searchContacts: readInt(env, 'BENCH_SEARCH_CONTACTS', 1_000_000, 1, 10_000_000),
     waitTimeoutS: readInt(env, 'BENCH_WAIT_TIMEOUT', 900, 10, 7200),
