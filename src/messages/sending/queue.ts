@@ -1,6 +1,7 @@
 import type { Insertable } from 'kysely';
 import type { ChannelProvider } from '../../channels/channel.js';
 import type { Clock } from '../../clock.js';
+import { holdContacts } from '../../contacts/contact-guard.js';
 import { addressOn } from '../../contacts/identities.js';
 import type { Db, Tx } from '../../db/database.js';
 import type { Author, Channel, JobsTable } from '../../db/schema.js';
@@ -148,7 +149,9 @@ export class MessageQueue {
       };
     });
     const batchJob = each ? null : job([]);
-    const results = await this.run(trx, pending, now, lease, batchJob);
+    // No recipient is merged away or deleted while the batch is queued (one lock for the batch).
+    await holdContacts(trx, accountId, 'shared');
+    const results = await this.run(trx, pending, now, lease, batchJob, true);
     if (!batchJob || !results.some((r) => r.row)) return { results, job: null };
     return { results, job: { id: batchJob.id, lease } };
   }
@@ -239,12 +242,14 @@ export class MessageQueue {
     now: Date,
     lease: Date,
     batchJob: Insertable<JobsTable> | null,
+    /** The transaction holds the account's contacts (see holdContacts). */
+    contactsHeld = false,
   ): Promise<QueueResult[]> {
     const found = await this.deps.queue.queue(
       db,
       pending.map((p) => p.send),
       now,
-      { windowStart: windowStart(now), batchJob },
+      { windowStart: windowStart(now), batchJob, contactsHeld },
     );
     const byTarget = new Map(found.map((r) => [targetKey(r.accountId, r.channel, r.contactId), r]));
     const queued = new Set(found.flatMap((r) => r.queued));
