@@ -11,7 +11,6 @@ import {
   type ContactRow,
 } from './contact-columns.js';
 import { hasTrigram, searchedAlone, searchFound, searchMatch } from './contact-search.js';
-import { holdContacts } from './contact-guard.js';
 
 /** A contact's address on one channel, as read under a lock for sending. */
 export interface MessagingAddress {
@@ -131,9 +130,7 @@ export class ContactsRepository {
       .executeTakeFirst();
   }
 
-  /** Deletes the contact; holds the account's contacts first (see holdContacts). */
   async delete(trx: Tx, accountId: string, id: string): Promise<boolean> {
-    await holdContacts(trx, accountId, 'exclusive');
     const result = await trx
       .deleteFrom('contacts')
       .where('account_id', '=', accountId)

@@ -1,7 +1,6 @@
 import { sql } from 'kysely';
 import type { Tx } from '../db/database.js';
 import type { Channel } from '../db/schema.js';
-import { holdContacts } from './contact-guard.js';
 import {
   CONTACT_COLUMNS,
   IDENTITIES,
@@ -19,16 +18,13 @@ export class ContactMergeRepository {
    * identities are read by a statement of their own once the locks are held: a subquery of the
    * locking statement would still see them as they were before a merge it waited for moved some
    * in (READ COMMITTED re-reads only the locked rows), and the one-identity-per-channel check
-   * would then pass on stale rows. The account's contacts are held first (holdContacts), which
-   * must be the transaction's first lock.
+   * would then pass on stale rows.
    */
   async lockForMerge(
     trx: Tx,
     accountId: string,
     ids: readonly string[],
   ): Promise<Map<string, ContactRecord>> {
-    // First, before any row lock: the broadcast batches under way finish queueing.
-    await holdContacts(trx, accountId, 'exclusive');
     const rows = await trx
       .selectFrom('contacts')
       .select(CONTACT_COLUMNS)

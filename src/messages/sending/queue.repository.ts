@@ -59,8 +59,7 @@ export class QueueRepository {
    * Queues messages in one statement, atomic without a transaction (or in the caller's), by the
    * rules of sending, stated here only:
    * - each recipient's contact is locked FOR KEY SHARE (none is merged away or deleted
-   *   meanwhile), unless the caller holds the account's contacts (`contactsHeld`, see
-   *   holdContacts), with its address on the channel; a contact not found is gone, and one the
+   *   meanwhile) with its address on the channel; a contact not found is gone, and one the
    *   provider cannot reach (no phone on whatsapp, no identity on the others; the sandbox
    *   reaches everyone) gets nothing;
    * - a message that does not need the 24-hour window (a template where the provider lets it
@@ -84,12 +83,7 @@ export class QueueRepository {
     db: Tx | Db,
     sends: QueueSend[],
     now: Date,
-    opts: {
-      windowStart: Date;
-      batchJob?: Insertable<JobsTable> | null;
-      /** The caller's transaction holds the account's contacts (holdContacts, shared). */
-      contactsHeld?: boolean;
-    },
+    opts: { windowStart: Date; batchJob?: Insertable<JobsTable> | null },
   ): Promise<QueuedRecipient[]> {
     if (sends.length === 0) return [];
     const targets = new Map<string, { send: QueueSend; windowed: boolean; opens: boolean }>();
@@ -160,7 +154,7 @@ export class QueueRepository {
         CROSS JOIN LATERAL (
           SELECT ct.account_id, ct.id, ct.phone FROM contacts ct
           WHERE ct.account_id = t.account_id AND ct.id = t.contact_id
-          LIMIT 1 ${opts.contactsHeld ? sql`` : sql`FOR KEY SHARE`}
+          LIMIT 1 FOR KEY SHARE
         ) ct
         LEFT JOIN LATERAL (
           SELECT ci.external_id FROM contact_identities ci

@@ -1,7 +1,6 @@
 import type { Insertable } from 'kysely';
 import type { ChannelProvider } from '../../channels/channel.js';
 import type { Clock } from '../../clock.js';
-import { holdContacts } from '../../contacts/contact-guard.js';
 import { addressOn } from '../../contacts/identities.js';
 import type { Db, Tx } from '../../db/database.js';
 import type { Author, Channel, JobsTable } from '../../db/schema.js';
@@ -149,9 +148,7 @@ export class MessageQueue {
       };
     });
     const batchJob = each ? null : job([]);
-    // No recipient is merged away or deleted while the batch is queued (one lock for the batch).
-    await holdContacts(trx, accountId, 'shared');
-    const results = await this.run(trx, pending, now, lease, batchJob, true);
+    const results = await this.run(trx, pending, now, lease, batchJob);
     if (!batchJob || !results.some((r) => r.row)) return { results, job: null };
     return { results, job: { id: batchJob.id, lease } };
   }
@@ -242,14 +239,12 @@ export class MessageQueue {
     now: Date,
     lease: Date,
     batchJob: Insertable<JobsTable> | null,
-    /** The transaction holds the account's contacts (see holdContacts). */
-    contactsHeld = false,
   ): Promise<QueueResult[]> {
     const found = await this.deps.queue.queue(
       db,
       pending.map((p) => p.send),
       now,
-      { windowStart: windowStart(now), batchJob, contactsHeld },
+      { windowStart: windowStart(now), batchJob },
     );
     const byTarget = new Map(found.map((r) => [targetKey(r.accountId, r.channel, r.contactId), r]));
     const queued = new Set(found.flatMap((r) => r.queued));
