@@ -1,10 +1,10 @@
 // The all-in-one service (`switchboard serve`, `npm start`) runs its workers on a thread of their
 // own (WORKER_THREAD, on by default): they work every job as before, their counters show in the
 // API's /metrics, and the process stops cleanly with both.
-import { readdirSync, readFileSync } from 'node:fs';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { randomPhone } from '../helpers.js';
+import { threadNice } from '../runtime/thread-nice.js';
 import { testDatabaseUrl } from '../database.js';
 import { startService, type ServiceProcess } from './process.js';
 
@@ -46,18 +46,6 @@ async function newAccountKey(base: string): Promise<string> {
     })
   ).json()) as { api_key: string };
   return key.api_key;
-}
-
-/** Each thread of process `pid` with its nice value (Linux: /proc/PID/task/TID/stat, field 19). */
-function threadNice(pid: number): Map<number, number> {
-  const nice = new Map<number, number>();
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-    // The fields after the command's closing parenthesis; nice is the 19th field of the line.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    nice.set(Number(tid), Number(fields[16]));
-  }
-  return nice;
 }
 
 /**

@@ -7,9 +7,10 @@ import { sql, type Kysely } from 'kysely';
 // - events_created becomes a BRIN index: retention only asks for events older than a week, and
 //   events are appended in time order, so a block range summary finds them; a BRIN index is not
 //   written by an insert into an unsummarised range (vacuum summarises them).
-// - conversations_assignee keeps only assigned conversations: it serves `assignee_id = …`
-//   (assigned to a user or team, `mine`, unassign-all), and unassigned ones have
-//   conversations_unassigned. A new conversation is unassigned.
+// - conversations_assignee gives way to conversations_assigned, the same keys for assigned
+//   conversations only: it serves `assignee_id = …` (assigned to a user or team, `mine`,
+//   unassign-all), and unassigned ones have conversations_unassigned. A new conversation is
+//   unassigned, so a broadcast's conversations cost it nothing.
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`DROP INDEX events_seq`.execute(db);
   await sql`DROP INDEX events_created`.execute(db);
